@@ -1,0 +1,71 @@
+// The Backend contract (DESIGN.md): only the engine thread calls a backend; one call runs one window.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/types.hpp"
+
+namespace strata {
+
+// One token at one position of one slot, going through the model.
+struct Row {
+  SlotId slot = kNoSlot;
+  TokenId token = 0;
+  int32_t pos = 0;          // position of `token` in its slot (0-based)
+  bool want_pick = false;   // sample the next token from this row's logits
+  int n_logprobs = -1;      // -1: none; >= 0: return the pick's logprob and this many top alternatives
+  bool want_logits = false; // return the full logits row (tests, golden parity)
+};
+
+struct TopLogprob {
+  TokenId token;
+  float logprob;
+};
+
+struct RowResult {
+  TokenId pick = -1;           // valid when the row asked for a pick
+  float pick_logprob = 0.0f;   // log-softmax of the (unmodified, temperature-free) logits at `pick`
+  std::vector<TopLogprob> top; // n_logprobs best, descending
+  std::vector<float> logits;   // when want_logits
+};
+
+// The rows one backend call processes. T rows of one slot at consecutive positions (prompt chunk or
+// verify window), S rows of S slots (batch window), or a mix. Rows of one slot are in position order.
+struct Window {
+  std::vector<Row> rows;
+};
+
+struct BackendInfo {
+  std::string name;        // "cpu", "cuda"
+  int max_slots = 0;       // how many slots can be open at once
+  int max_context = 0;     // positions per slot
+  int vocab_size = 0;
+  int max_window_rows = 0; // the largest window one call accepts
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendInfo info() const = 0;
+
+  // Slots are opened, reset and closed explicitly. open_slot returns kNoSlot when none is free.
+  virtual SlotId open_slot() = 0;
+  virtual void reset_slot(SlotId slot) = 0;  // forget all positions, keep the slot
+  virtual void close_slot(SlotId slot) = 0;
+  // Sampling settings used for this slot's picks from now on (penalty history is the slot's own rows).
+  virtual void set_sampling(SlotId slot, const SamplingParams& params) = 0;
+
+  // Runs the window through all layers. Throws strata::Error on a bad window (unknown slot, position gap,
+  // past capacity) or a device fault; the engine turns that into request errors.
+  virtual std::vector<RowResult> run_window(const Window& window) = 0;
+
+  // Makes the first n_keep rows of this slot's part of the last window permanent; state past them is
+  // discarded (or overwritten before any read). A plain window commits all its rows implicitly.
+  virtual void commit(SlotId slot, int n_keep) = 0;
+
+  // Watchdog path: abandon in-flight work and return to a state where every slot can be reset.
+  virtual void release() {}
+};
+
+}  // namespace strata

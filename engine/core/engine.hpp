@@ -1,0 +1,48 @@
+// The engine: one thread that owns the backend and the scheduler state. See DESIGN.md.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/core/request.hpp"
+
+namespace strata {
+
+class Tokenizer;
+
+enum class SubmitResult { Accepted, QueueFull, Draining, NotReady };
+
+struct EngineOptions {
+  int max_queued = 256;          // waiting requests beyond this get QueueFull (HTTP 429)
+  double watchdog_timeout_s = 30.0;
+  int watchdog_max_restarts = 3;
+  int prefill_chunk = 256;       // prompt rows per window
+};
+
+struct EngineStats {
+  int running = 0, waiting = 0, slots_busy = 0, slots_total = 0;
+  double kv_usage = 0.0;
+};
+
+class Engine {
+ public:
+  // The factory builds (and on recovery rebuilds) the backend.
+  using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+  Engine(BackendFactory factory, const Tokenizer& tokenizer, std::vector<TokenId> eos_ids, EngineOptions opts);
+  ~Engine();  // stops the thread; unfinished requests end with an error event
+
+  // Thread-safe. On Accepted the channel will receive exactly one FinishEvent, last.
+  SubmitResult submit(std::shared_ptr<GenerationRequest> req, std::shared_ptr<RequestChannel> channel);
+  void start_draining();      // new submits answer Draining; running ones go on
+  bool idle() const;          // nothing running or waiting
+  bool healthy() const;       // engine thread alive and not wedged
+  bool ready() const;
+  EngineStats stats() const;
+  int max_context() const;
+
+  struct Impl;
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata
