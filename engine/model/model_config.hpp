@@ -34,6 +34,7 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // Qwen2: q/k/v projections carry a bias
+  bool o_proj_bias = false;     // Llama/Qwen3 with attention_bias: o_proj carries one too
   bool qk_norm = false;         // Qwen3: RMSNorm over each head of q and k before RoPE
   RopeConfig rope;
 };

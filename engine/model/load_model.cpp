@@ -1,0 +1,61 @@
+// A model directory -> Model: configs parsed, safetensors mapped, every tensor the architecture reads checked.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/model/generation_meta.hpp"
+#include "engine/model/model_tensors.hpp"
+#include "engine/model/weights.hpp"
+
+namespace strata {
+namespace {
+
+bool read_if_exists(const std::string& path, std::string* out) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw Error(dir + ": model directory missing");
+  auto m = std::make_unique<Model>();
+  m->dir = dir;
+
+  std::string config_text, gen_text, tok_text;
+  if (!read_if_exists(dir + "/config.json", &config_text)) throw Error(dir + "/config.json: file missing");
+  read_if_exists(dir + "/generation_config.json", &gen_text);
+  read_if_exists(dir + "/tokenizer_config.json", &tok_text);
+
+  // Errors from the parsers name the file; prefix the directory so a multi-model setup knows which one.
+  try {
+    m->config = parse_model_config(config_text);
+    m->generation = parse_generation_defaults(config_text, gen_text);
+    m->tokenizer_meta = parse_tokenizer_meta(tok_text);
+  } catch (const Error& e) {
+    throw Error(dir + "/" + e.what());
+  }
+  // transformers >= 4.43 may keep the template in its own file.
+  if (m->tokenizer_meta.chat_template.empty()) read_if_exists(dir + "/chat_template.jinja", &m->tokenizer_meta.chat_template);
+
+  m->checkpoint = Checkpoint::open_dir(dir);
+  // With lm_head.weight absent the output projection is the embedding matrix, whatever the config says.
+  if (!m->checkpoint->has("lm_head.weight")) m->config.tie_word_embeddings = true;
+  try {
+    for (const TensorSpec& t : required_tensors(m->config)) m->checkpoint->get(t.name, t.shape);
+  } catch (const Error& e) {
+    throw Error(dir + ": " + e.what());
+  }
+  return m;
+}
+
+}  // namespace strata
