@@ -1,0 +1,50 @@
+// Drafters propose up to k tokens after a slot's last token (DESIGN.md "drafter"). The Verifier decides: a
+// draft is kept exactly when it equals the target's own pick at its row, so a drafter can only cost speed,
+// never change output. That is why propose() may return anything, including nothing.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/types.hpp"
+
+namespace strata {
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  virtual const char* name() const = 0;
+  // `history` is the slot's whole token sequence (prompt + accepted output), its last token not yet run.
+  virtual std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) = 0;
+};
+
+// Prompt lookup: find the longest suffix of the history (max_n down to min_n tokens) that occurred earlier,
+// take its most recent earlier occurrence, and propose what followed it. No weights; it pays off where the
+// output copies spans of the context (code edits, summaries, RAG).
+class NgramDrafter : public Drafter {
+ public:
+  NgramDrafter(int min_n = 1, int max_n = 4);
+  const char* name() const override { return "ngram"; }
+  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) override;
+
+ private:
+  int min_n_, max_n_;
+};
+
+// Adaptive draft length per slot: draft fewer tokens while recent acceptance is low, so a drafter that
+// cannot help costs about one extra row per window instead of k. --spec-k is the ceiling.
+class AdaptiveK {
+ public:
+  explicit AdaptiveK(int max_k) : max_k_(max_k), k_(max_k) {}
+  int next() const { return k_; }
+  // After a verify window that proposed `proposed` drafts of which `accepted` were kept.
+  void update(int proposed, int accepted);
+  double acceptance() const { return ewma_; }
+
+ private:
+  int max_k_;
+  int k_;
+  double ewma_ = 1.0;  // exponentially weighted fraction of drafts kept
+};
+
+}  // namespace strata

@@ -1,0 +1,47 @@
+#include <catch2/catch.hpp>
+
+#include "engine/spec/drafter.hpp"
+
+using strata::AdaptiveK;
+using strata::NgramDrafter;
+using strata::TokenId;
+
+TEST_CASE("n-gram drafter proposes what followed the most recent earlier occurrence of the longest suffix") {
+  NgramDrafter d(1, 3);
+  // ... 5 6 7 8 9 ... 5 6 7 | the suffix [5 6 7] occurred at index 1, followed by 8 9 1
+  std::vector<TokenId> h = {4, 5, 6, 7, 8, 9, 1, 2, 5, 6, 7};
+  CHECK(d.propose(h, 3) == std::vector<TokenId>{8, 9, 1});
+  CHECK(d.propose(h, 1) == std::vector<TokenId>{8});
+}
+
+TEST_CASE("n-gram drafter prefers a longer match over a more recent shorter one") {
+  NgramDrafter d(1, 2);
+  // suffix [3 7]: the 2-gram occurs at index 0 (followed by 1); the 1-gram [7] also at index 5 (followed by 2)
+  std::vector<TokenId> h = {3, 7, 1, 0, 0, 7, 2, 3, 7};
+  CHECK(d.propose(h, 1) == std::vector<TokenId>{1});
+}
+
+TEST_CASE("n-gram drafter proposes nothing without a repeat, for short histories, or for max_k 0") {
+  NgramDrafter d(1, 4);
+  CHECK(d.propose({1, 2, 3, 4, 5}, 4).empty());
+  CHECK(d.propose({1}, 4).empty());
+  CHECK(d.propose({}, 4).empty());
+  CHECK(d.propose({1, 2, 1, 2}, 0).empty());
+}
+
+TEST_CASE("n-gram drafter stops its proposal at the end of the history") {
+  NgramDrafter d(1, 1);
+  // [9] last seen at index 2, followed only by 4 before the suffix itself
+  CHECK(d.propose({9, 1, 9, 4, 9}, 5) == std::vector<TokenId>{4, 9});
+}
+
+TEST_CASE("adaptive k backs off to one draft when acceptance is low and recovers when it is high") {
+  AdaptiveK k(6);
+  CHECK(k.next() == 6);
+  for (int i = 0; i < 6; ++i) k.update(k.next(), 0);
+  CHECK(k.next() == 1);
+  CHECK(k.acceptance() < 0.3);
+  for (int i = 0; i < 12; ++i) k.update(k.next(), k.next());
+  CHECK(k.next() == 6);
+  CHECK(k.acceptance() > 0.6);
+}
