@@ -27,7 +27,7 @@ WORKDIR /src
 # ---------------------------------------------------------------------------------------------------------------
 FROM build-base AS build-cpu
 COPY . /src
-RUN scripts/setup-build.sh --cuda off \
+RUN scripts/setup-build.sh --cuda off --no-tests --target strata \
  && deploy/docker/stage-runtime.sh build/strata /staging
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -53,7 +53,7 @@ ENV PATH=/usr/local/cuda/bin:${PATH} \
 # ---------------------------------------------------------------------------------------------------------------
 FROM cuda-toolchain AS build-cuda
 COPY . /src
-RUN scripts/setup-build.sh --cuda on \
+RUN scripts/setup-build.sh --cuda on --no-tests --target strata \
  && deploy/docker/stage-runtime.sh build/strata /staging
 
 # ---------------------------------------------------------------------------------------------------------------
