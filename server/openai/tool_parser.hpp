@@ -18,6 +18,11 @@
 //   follows a call in the same delta is appended to `content`. Whitespace that only separates calls (or
 //   trails them) is dropped.
 // - The detokenizer must keep the format's marker tokens in the text (they are often special tokens).
+//
+// Choosing options per request: tool_format = the --tool-call-parser name if given, else
+// detect_tool_format(template source); use ToolFormat::none when the request has no tools or tool_choice is
+// "none" (a call the client did not ask for is text). tool_names = the request's function names, so a call
+// to an undeclared tool stays content. starts_in_thought = prompt_opens_thought(rendered prompt).
 #pragma once
 #include <memory>
 #include <optional>

@@ -56,7 +56,14 @@ class DeepSeekV3Parser final : public FormatParser {
           if (rest.empty() ||
               (!at_end && (text::is_proper_prefix_of(rest, kCallBegin) ||
                            text::is_proper_prefix_of(rest, kCallsEnd)))) {
-            if (at_end) buf_.clear();  // an unterminated section with nothing left: nothing to say
+            if (at_end) {
+              // An unterminated section: without a valid call in it, its marker was text all along.
+              if (!section_has_call_) {
+                reclaim_open_marker();
+                emit_content(buf_);
+              }
+              buf_.clear();
+            }
             return;
           }
           // Text that is no call inside the section: the section is over and this is answer text.
