@@ -2,7 +2,7 @@
 // probes on the server's endpoints, a grace period that covers the drain, GPUs requested as whole devices,
 // the image's non-root user, selectors that select, and an autoscaler metric that the adapter really serves.
 //
-// usage: node check_k8s_policy.mjs RENDERED_K8S.yaml ADAPTER_CONFIG.yaml DOCKERFILE [--self-test]
+// usage: node check_k8s_policy.mjs RENDERED_K8S.yaml ADAPTER_CONFIG.yaml DOCKERFILE ALERT_RULES.yaml [--self-test]
 // With --self-test it also breaks each invariant in a copy of the manifests and requires the matching check to
 // fail, so that no check here can pass vacuously.
 import { readFileSync } from "node:fs";
@@ -13,6 +13,11 @@ const argFlag = (args, name) => {
   const hit = args.find((a) => a.startsWith(prefix));
   return hit === undefined ? undefined : hit.slice(prefix.length);
 };
+// Key order is not meaning (kustomize sorts keys when it renders), so compare with keys sorted.
+const canonical = (v) =>
+  Array.isArray(v) ? v.map(canonical)
+  : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])]))
+  : v;
 const matches = (selector, labels) =>
   Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v) && Object.keys(selector ?? {}).length > 0;
 
@@ -124,6 +129,12 @@ const checks = {
       p.push("the ServiceMonitor must scrape /metrics on a named Service port");
     return p;
   },
+  "the PrometheusRule carries exactly the promtool-tested alert rules"({ byKind, alertRules }) {
+    const rule = (byKind.PrometheusRule ?? [])[0];
+    if (!rule) return ["no PrometheusRule among the manifests"];
+    const same = JSON.stringify(canonical(rule.spec.groups)) === JSON.stringify(canonical(alertRules.groups));
+    return same ? [] : ["PrometheusRule spec.groups differ from deploy/prometheus/strata-alerts.yaml: copy the file's groups"];
+  },
   "the autoscaler's metrics are served by the prometheus-adapter rules"({ byKind, adapter, metrics }) {
     const p = [];
     const served = new Set(
@@ -146,14 +157,14 @@ const checks = {
   },
 };
 
-function context(docs, adapter, dockerUid, metrics) {
+function context(docs, adapter, dockerUid, metrics, alertRules) {
   const byKind = {};
   for (const d of docs) (byKind[d.kind] ??= []).push(d);
   const deploy = (byKind.Deployment ?? [])[0];
   if (!deploy) throw new Error("no Deployment among the manifests");
   const pod = deploy.spec.template.spec;
   const container = pod.containers.find((c) => c.name === "strata") ?? pod.containers[0];
-  return { byKind, deploy, pod, container, adapter, dockerUid, metrics };
+  return { byKind, deploy, pod, container, adapter, dockerUid, metrics, alertRules };
 }
 
 function runChecks(ctx) {
@@ -185,13 +196,14 @@ const mutations = [
   ["single replica under a PDB of one", "select the server's pods", (c) => (c.byKind.HorizontalPodAutoscaler[0].spec.minReplicas = 1)],
   ["ServiceMonitor scrapes a port the Service lacks", "select the server's pods", (c) => (c.byKind.ServiceMonitor[0].spec.endpoints[0].port = "metrics")],
   ["HPA on a metric the adapter does not serve", "autoscaler's metrics", (c) => (c.byKind.HorizontalPodAutoscaler[0].spec.metrics[0].pods.metric.name = "strata_queue_len")],
+  ["PrometheusRule with a threshold the tests never saw", "PrometheusRule", (c) => (c.byKind.PrometheusRule[0].spec.groups[0].rules[0].for = "1m")],
   ["adapter reads an unknown series", "autoscaler's metrics", (c) => (c.adapter.rules[0].seriesQuery = 'strata_queue{pod!=""}')],
 ];
 
 function main(argv) {
-  const [rendered, adapterFile, dockerfile] = argv.filter((a) => !a.startsWith("--"));
-  if (!dockerfile) {
-    console.error("usage: node check_k8s_policy.mjs RENDERED.yaml ADAPTER_CONFIG.yaml DOCKERFILE [--self-test]");
+  const [rendered, adapterFile, dockerfile, alertsFile] = argv.filter((a) => !a.startsWith("--"));
+  if (!alertsFile) {
+    console.error("usage: node check_k8s_policy.mjs RENDERED.yaml ADAPTER_CONFIG.yaml DOCKERFILE ALERT_RULES.yaml [--self-test]");
     return 2;
   }
   const docs = YAML.parseAllDocuments(readFileSync(rendered, "utf8")).map((d) => d.toJS()).filter(Boolean);
@@ -205,7 +217,8 @@ function main(argv) {
   const metrics = new Set(
     readFileSync(metricsFile, "utf8").split("\n").filter((l) => l && !l.startsWith("#")).map((l) => l.split(" ")[0]),
   );
-  const fresh = () => context(structuredClone(docs), structuredClone(adapter), users[0], metrics);
+  const alertRules = YAML.parse(readFileSync(alertsFile, "utf8"));
+  const fresh = () => context(structuredClone(docs), structuredClone(adapter), users[0], metrics, alertRules);
 
   let failed = 0;
   const failures = runChecks(fresh());

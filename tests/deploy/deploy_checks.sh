@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Offline checks of the deployment files; one check per ctest test (tests/deploy/CMakeLists.txt).
-# usage: tests/deploy/deploy_checks.sh k8s-schema|k8s-policy|dockerfile|alerts|queries|stage-runtime
+# usage: tests/deploy/deploy_checks.sh k8s-schema|k8s-policy|dockerfile|alerts|queries|docs|stage-runtime
+#        tests/deploy/deploy_checks.sh live STRATA_BINARY
 # Exit 77 (skipped) only when a tool the check needs is not installed, saying which.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,7 +47,8 @@ case "${1:-}" in
   k8s-policy)
     need_node_modules
     render deploy/k8s >"$work/strata.yaml"
-    node "$here/check_k8s_policy.mjs" "$work/strata.yaml" deploy/k8s/prometheus-adapter/config.yaml Dockerfile --self-test
+    node "$here/check_k8s_policy.mjs" "$work/strata.yaml" deploy/k8s/prometheus-adapter/config.yaml Dockerfile \
+      deploy/prometheus/strata-alerts.yaml --self-test
     ;;
   dockerfile)
     need_node_modules
@@ -68,6 +70,11 @@ case "${1:-}" in
     need_tool promtool "Debian package prometheus"
     node "$here/check_queries.mjs" deploy/grafana/strata-dashboard.json deploy/k8s/prometheus-adapter/config.yaml \
       deploy/prometheus/strata-alerts.yaml --self-test
+    ;;
+  docs)
+    need_node_modules
+    render deploy/k8s >"$work/strata.yaml"
+    node "$here/check_docs.mjs" docs/OPERATIONS.md "$work/strata.yaml"
     ;;
   stage-runtime)
     # The image's staging script on a real dynamically linked program: it copies what the program links,
@@ -100,8 +107,66 @@ case "${1:-}" in
     grep -q "libstrata-missing.so.7" "$work/err.txt" || { echo "FAIL: the error does not name the library:"; cat "$work/err.txt"; exit 1; }
     echo "ok   staged $name; refused a binary needing libstrata-missing.so.7"
     ;;
+  live)
+    # The real binary, started the way the Deployment starts it: the flags it passes exist, the ConfigMap's
+    # config loads, the probes answer, /metrics serves every metric deploy/ reads, the Secret's key file
+    # guards the API, and SIGTERM drains and exits within --shutdown-timeout.
+    bin=${2:-}
+    [[ -n "$bin" && -x "$bin" ]] || skip "the strata binary is not built (got '${bin}')"
+    need_tool curl "Debian package curl"
+    need_tool python3 "Debian package python3"
+    help=$("$bin" serve --help 2>&1) || { echo "FAIL: strata serve --help failed:"; echo "$help"; exit 1; }
+    flags=$(grep -o -- '--[a-z][a-z-]*=' deploy/k8s/deployment.yaml | tr -d '=' | sort -u)
+    for flag in $flags --host --model; do
+      grep -q -- "$flag\b" <<<"$help" || { echo "FAIL: the manifests pass $flag, which strata serve --help does not list"; exit 1; }
+    done
+    echo "ok   strata serve accepts every flag the Deployment and the image pass:" $flags
+    sed 's/^device: .*/device: cpu/' deploy/k8s/strata-config.yaml >"$work/config.yaml"
+    echo "sk-deploy-check-$$" >"$work/api-keys"
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    model_args=()
+    [[ -n "${STRATA_DEPLOY_CHECK_MODEL:-}" ]] && model_args=(--model="$STRATA_DEPLOY_CHECK_MODEL")
+    "$bin" serve --host=127.0.0.1 --port="$port" --config="$work/config.yaml" --api-key-file="$work/api-keys" \
+      --shutdown-timeout=30 --log-format=json --device=cpu "${model_args[@]}" >"$work/server.log" 2>&1 &
+    pid=$!
+    trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+    url="http://127.0.0.1:$port"
+    for _ in $(seq 1 240); do
+      kill -0 "$pid" 2>/dev/null || { echo "FAIL: strata exited during start:"; tail -20 "$work/server.log"; exit 1; }
+      [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/health") == 200 ]] && break
+      sleep 0.5
+    done
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/health") == 200 ]] || { echo "FAIL: /health not 200 after 120 s"; exit 1; }
+    ready=0
+    for _ in $(seq 1 40); do [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/ready") == 200 ]] && { ready=1; break; }; sleep 0.5; done
+    [[ $ready == 1 ]] || { echo "FAIL: /ready not 200 once /health is"; exit 1; }
+    echo "ok   /health and /ready answer 200 after loading"
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/models")
+    [[ $code == 401 ]] || { echo "FAIL: /v1/models without a key answered $code, not 401"; exit 1; }
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer sk-deploy-check-$$" "$url/v1/models")
+    [[ $code == 200 ]] || { echo "FAIL: /v1/models with the key from --api-key-file answered $code"; exit 1; }
+    echo "ok   the key file guards /v1: 401 without the key, 200 with it"
+    curl -fsS "$url/metrics" >"$work/metrics.txt"
+    missing=0
+    while read -r name type _; do
+      [[ -z "$name" || "$name" == \#* ]] && continue
+      grep -qE "^# TYPE $name $type\$" "$work/metrics.txt" || { echo "FAIL: /metrics has no $type $name"; missing=$((missing + 1)); }
+    done <"$here/metrics.txt"
+    [[ $missing -eq 0 ]] || exit 1
+    echo "ok   /metrics serves every metric in tests/deploy/metrics.txt with its type"
+    if command -v promtool >/dev/null; then
+      promtool check metrics <"$work/metrics.txt" || { echo "FAIL: promtool check metrics"; exit 1; }
+    fi
+    kill -TERM "$pid"
+    start=$(date +%s)
+    while kill -0 "$pid" 2>/dev/null && (( $(date +%s) - start < 35 )); do sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then echo "FAIL: still running 35 s after SIGTERM (--shutdown-timeout=30)"; exit 1; fi
+    rc=0; wait "$pid" || rc=$?
+    [[ $rc == 0 ]] || { echo "FAIL: exit status $rc after SIGTERM"; tail -5 "$work/server.log"; exit 1; }
+    echo "ok   SIGTERM: idle server exits 0 within the shutdown timeout"
+    ;;
   *)
-    echo "usage: $0 k8s-schema|k8s-policy|dockerfile|alerts|queries|stage-runtime" >&2
+    echo "usage: $0 k8s-schema|k8s-policy|dockerfile|alerts|queries|docs|stage-runtime | live STRATA_BINARY" >&2
     exit 2
     ;;
 esac

@@ -152,9 +152,10 @@ export function lintDockerignore(text) {
   const ignored = ignoreMatcher(text);
   const problems = [];
   const needed = ["CMakeLists.txt", "scripts/setup-build.sh", "scripts/deps.sh", "deploy/docker/stage-runtime.sh", "server/server.hpp",
-    "engine/core/engine.hpp", "config/CMakeLists.txt", "cuda/CMakeLists.txt", "tests/CMakeLists.txt"];
+    "engine/core/engine.hpp", "config/CMakeLists.txt", "cuda/CMakeLists.txt", "tests/CMakeLists.txt",
+    "models/strata-tiny/model.safetensors", "models/strata-tiny/tokenizer.json"];
   const unwanted = [".git/HEAD", "build/strata", "build-cpu/CMakeCache.txt", "tests/node/node_modules/yaml/package.json",
-    "tests/deploy/node_modules/yaml/package.json", "models/llama/model.safetensors", "engine/__pycache__/x.pyc"];
+    "tests/deploy/node_modules/yaml/package.json", "engine/__pycache__/x.pyc", ".whl/x.whl"];
   for (const f of needed) if (ignored(f)) problems.push(`.dockerignore drops ${f}, which the build needs`);
   for (const f of unwanted) if (!ignored(f)) problems.push(`.dockerignore sends ${f} into the build context`);
   return problems;
