@@ -1,0 +1,44 @@
+// The CPU reference backend: fp32 weights and accumulation, one fixed summation order per output element
+// (dot.hpp), a per-slot KV cache of max_context positions. It is the reference the CUDA backend is compared
+// against, so it favours exactness and clarity; its matmuls are still vectorized and multithreaded.
+#pragma once
+#include <memory>
+
+#include "engine/core/backend.hpp"
+#include "engine/model/weights.hpp"
+
+namespace strata {
+
+struct CpuBackendOptions {
+  int max_slots = 4;
+  int max_context = 2048;
+  int threads = 0;  // <= 0: all hardware threads
+};
+
+class CpuBackend : public Backend {
+ public:
+  // Converts the weights to fp32 once; `model` may be released afterwards. Throws strata::Error on bad options.
+  CpuBackend(const Model& model, CpuBackendOptions options);
+  ~CpuBackend() override;
+
+  BackendInfo info() const override;
+  SlotId open_slot() override;
+  void reset_slot(SlotId slot) override;
+  void close_slot(SlotId slot) override;
+  void set_sampling(SlotId slot, const SamplingParams& params) override;
+  // Rows of one slot must be at consecutive positions starting at the slot's committed length; a bad window
+  // (unknown slot, position gap, past capacity, token outside the vocabulary, too many rows) throws
+  // strata::Error before any state changes.
+  std::vector<RowResult> run_window(const Window& window) override;
+  void commit(SlotId slot, int n_keep) override;
+
+  const char* kernel_name() const;  // "avx2-fma" or "portable"
+  int threads() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata

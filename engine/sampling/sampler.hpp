@@ -1,0 +1,47 @@
+// The sampler: a pure function from (logits, SamplingParams, the slot's token history, the row's position) to
+// the next token. Every backend calls it, so a pick never depends on batching, timing or which device ran
+// the row — only on these inputs (DESIGN.md invariants 1 and 2).
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "engine/core/types.hpp"
+
+namespace strata {
+
+// Throws strata::Error naming the field when params cannot be applied to a vocabulary of `vocab` tokens.
+void validate_sampling_params(const SamplingParams& params, int vocab);
+
+// The slot's own tokens: history[i] is the token at position i, for every position up to and including the
+// row's (so history_len is normally pos + 1).
+struct TokenHistory {
+  const TokenId* tokens = nullptr;
+  size_t len = 0;
+};
+
+// Rewrites logits in place, in this order: repetition, presence and frequency penalties over the last
+// penalty_window tokens of the history (all of it when 0), then logit_bias, then suppressed tokens -> -inf.
+void apply_logit_processors(float* logits, int vocab, const SamplingParams& params, TokenHistory history);
+
+// Greedy pick over processed logits: the largest value, the lowest id among equals. NaN never wins; when
+// every value is -inf the pick is token 0, so a request that masked everything still gets a defined answer.
+TokenId argmax_token(const float* logits, int vocab);
+
+struct Candidate {
+  TokenId token;
+  double prob;  // normalized over the kept candidates
+};
+
+// The tokens a non-greedy pick can draw, in the order the draw walks them (probability descending, lower id
+// first on ties), after temperature, top_k, top_p (smallest prefix reaching top_p of the mass) and min_p
+// (kept when prob >= min_p * the top prob). Empty when no logit is finite.
+std::vector<Candidate> sampling_candidates(const float* processed_logits, int vocab, const SamplingParams& params);
+
+// Walks the candidates' cumulative probability to uniform u in [0, 1).
+TokenId draw_candidate(const std::vector<Candidate>& candidates, double u);
+
+// The whole pick: processors, then greedy argmax or a draw with philox_uniform(seed, pos).
+TokenId pick_token(const float* logits, int vocab, const SamplingParams& params, TokenHistory history,
+                   int32_t pos);
+
+}  // namespace strata
