@@ -28,7 +28,7 @@ WORKDIR /src
 FROM build-base AS build-cpu
 COPY . /src
 RUN scripts/setup-build.sh --cuda off --no-tests --target strata \
- && deploy/docker/stage-runtime.sh build/strata /staging
+ && deploy/docker/stage-runtime.sh build/strata /staging models/strata-tiny
 
 # ---------------------------------------------------------------------------------------------------------------
 FROM build-base AS cuda-toolchain
@@ -54,7 +54,7 @@ ENV PATH=/usr/local/cuda/bin:${PATH} \
 FROM cuda-toolchain AS build-cuda
 COPY . /src
 RUN scripts/setup-build.sh --cuda on --no-tests --target strata \
- && deploy/docker/stage-runtime.sh build/strata /staging
+ && deploy/docker/stage-runtime.sh build/strata /staging models/strata-tiny
 
 # ---------------------------------------------------------------------------------------------------------------
 FROM ${DEBIAN_SLIM_IMAGE} AS runtime-base

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: stage-runtime.sh BINARY STAGING_DIR
+# Usage: stage-runtime.sh BINARY STAGING_DIR [DEFAULT_MODEL_DIR]
 #
 # Lays out what the runtime image needs under STAGING_DIR/opt/strata: bin/<binary> and lib/ with every shared
 # library the binary resolves to, except the C library (the runtime image has the same Debian 12 glibc) and
@@ -7,16 +7,21 @@
 # the host's kernel module). The build and runtime images are both Debian 12, so a copied library is the very
 # file the binary was linked and tested against.
 #
+# DEFAULT_MODEL_DIR (the repository's models/strata-tiny), when it exists, goes to opt/strata/models/, where the
+# binary looks for its built-in model (<executable>/../models/strata-tiny), so `strata serve` without --model
+# works in the image as it does in a checkout.
+#
 # Fails, naming the library, when the binary needs a library that cannot be found: an image that would only
 # fail on its first start is worse than a build that fails now.
 set -euo pipefail
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 BINARY STAGING_DIR" >&2
+if [[ $# -lt 2 || $# -gt 3 ]]; then
+  echo "usage: $0 BINARY STAGING_DIR [DEFAULT_MODEL_DIR]" >&2
   exit 2
 fi
 binary=$1
 staging=$2
+default_model=${3:-}
 if [[ ! -x "$binary" ]]; then
   echo "stage-runtime: '$binary' is not an executable file" >&2
   exit 1
@@ -54,4 +59,10 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   echo "stage-runtime: $binary needs libraries that are not installed: ${missing[*]}" >&2
   exit 1
 fi
-echo "stage-runtime: staged $(basename "$binary") and $copied libraries under $staging/opt/strata"
+model_note=""
+if [[ -n "$default_model" && -f "$default_model/config.json" ]]; then
+  mkdir -p "$staging/opt/strata/models"
+  cp -r "$default_model" "$staging/opt/strata/models/$(basename "$default_model")"
+  model_note=" and the default model $(basename "$default_model")"
+fi
+echo "stage-runtime: staged $(basename "$binary"), $copied libraries$model_note under $staging/opt/strata"

@@ -81,7 +81,9 @@ case "${1:-}" in
     # leaves out the C library, and the staged copy runs against the staged libraries alone.
     need_tool ldd "Debian package libc-bin"
     prog=$(command -v curl || command -v ninja || command -v cmake)
-    deploy/docker/stage-runtime.sh "$prog" "$work/stage"
+    mkdir -p "$work/models/tiny" && echo '{}' >"$work/models/tiny/config.json"
+    deploy/docker/stage-runtime.sh "$prog" "$work/stage" "$work/models/tiny"
+    [[ -f "$work/stage/opt/strata/models/tiny/config.json" ]] || { echo "FAIL: the default model was not staged"; exit 1; }
     name=$(basename "$prog")
     for lib in $(ldd "$prog" | awk '/=> \// {print $1}'); do
       case "$lib" in libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*) 
@@ -121,6 +123,10 @@ case "${1:-}" in
       grep -q -- "$flag\b" <<<"$help" || { echo "FAIL: the manifests pass $flag, which strata serve --help does not list"; exit 1; }
     done
     echo "ok   strata serve accepts every flag the Deployment and the image pass:" $flags
+    for key in $(grep -oE '^[a-z][a-z-]*:' deploy/k8s/strata-config.yaml | tr -d ':'); do
+      grep -q -- "--$key\b" <<<"$help" || { echo "FAIL: strata-config.yaml sets $key, which is no strata serve option"; exit 1; }
+    done
+    echo "ok   every key of the ConfigMap's config is a strata serve option"
     sed 's/^device: .*/device: cpu/' deploy/k8s/strata-config.yaml >"$work/config.yaml"
     echo "sk-deploy-check-$$" >"$work/api-keys"
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
