@@ -1,0 +1,227 @@
+// The sampler on synthetic logits: exact masks for top_k / top_p / min_p, the greedy rule, processors in
+// their documented order, and draws that follow the kept distribution.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "engine/sampling/philox.hpp"
+#include "engine/sampling/sampler.hpp"
+
+using namespace strata;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+
+SamplingParams sampled(float temperature = 1.0f) {
+  SamplingParams p;
+  p.temperature = temperature;
+  return p;
+}
+
+std::vector<TokenId> ids_of(const std::vector<Candidate>& c) {
+  std::vector<TokenId> out;
+  for (const auto& x : c) out.push_back(x.token);
+  return out;
+}
+
+// softmax(z / T) in double, the distribution the sampler should draw from when nothing is masked.
+std::vector<double> softmax(const std::vector<float>& z, double t) {
+  double m = -1e300, s = 0;
+  for (float v : z) m = std::max(m, double(v));
+  std::vector<double> p;
+  for (float v : z) p.push_back(std::exp((v - m) / t)), s += p.back();
+  for (double& x : p) x /= s;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("greedy picks the largest logit and the lowest id among equals") {
+  std::vector<float> z{0.5f, 2.0f, -1.0f, 2.0f, 1.9f};
+  CHECK(argmax_token(z.data(), 5) == 1);
+  SamplingParams g;
+  g.temperature = 0.0f;
+  CHECK(pick_token(z.data(), 5, g, {}, 0) == 1);
+  std::vector<float> nan{std::nanf(""), 1.0f, std::nanf("")};
+  CHECK(argmax_token(nan.data(), 3) == 1);
+  std::vector<float> masked{-kInf, -kInf};
+  CHECK(argmax_token(masked.data(), 2) == 0);
+}
+
+TEST_CASE("candidates are ordered by probability, lower id first on ties, and normalized") {
+  std::vector<float> z{1.0f, 3.0f, 1.0f, 2.0f};
+  auto c = sampling_candidates(z.data(), 4, sampled());
+  CHECK(ids_of(c) == std::vector<TokenId>{1, 3, 0, 2});
+  const auto p = softmax(z, 1.0);
+  for (const auto& x : c) CHECK(x.prob == Approx(p[size_t(x.token)]).epsilon(1e-12));
+}
+
+TEST_CASE("top_k keeps exactly the k largest logits, ties broken toward lower ids") {
+  std::vector<float> z{0.1f, 0.9f, 0.5f, 0.9f, 0.7f, 0.2f};
+  SamplingParams p = sampled();
+  p.top_k = 3;
+  CHECK(ids_of(sampling_candidates(z.data(), 6, p)) == std::vector<TokenId>{1, 3, 4});
+  p.top_k = 1;
+  CHECK(ids_of(sampling_candidates(z.data(), 6, p)) == std::vector<TokenId>{1});
+  p.top_k = 100;
+  CHECK(sampling_candidates(z.data(), 6, p).size() == 6);
+}
+
+TEST_CASE("top_p keeps the smallest prefix whose mass reaches top_p") {
+  // probabilities 0.5, 0.25, 0.125, 0.125 exactly (log-space logits)
+  std::vector<float> z{std::log(0.125f), std::log(0.5f), std::log(0.25f), std::log(0.125f)};
+  SamplingParams p = sampled();
+  p.top_p = 0.5f;
+  CHECK(ids_of(sampling_candidates(z.data(), 4, p)) == std::vector<TokenId>{1});
+  p.top_p = 0.6f;
+  CHECK(ids_of(sampling_candidates(z.data(), 4, p)) == std::vector<TokenId>{1, 2});
+  p.top_p = 0.8f;
+  auto c = sampling_candidates(z.data(), 4, p);
+  CHECK(ids_of(c) == std::vector<TokenId>{1, 2, 0});
+  CHECK(c[0].prob == Approx(0.5 / 0.875));
+  p.top_p = 0.01f;
+  CHECK(ids_of(sampling_candidates(z.data(), 4, p)) == std::vector<TokenId>{1});
+}
+
+TEST_CASE("min_p keeps tokens whose probability is at least min_p times the top one") {
+  std::vector<float> z{std::log(0.4f), std::log(0.3f), std::log(0.2f), std::log(0.1f)};
+  SamplingParams p = sampled();
+  p.min_p = 0.45f;  // threshold 0.18
+  CHECK(ids_of(sampling_candidates(z.data(), 4, p)) == std::vector<TokenId>{0, 1, 2});
+  p.min_p = 0.55f;  // threshold 0.22
+  CHECK(ids_of(sampling_candidates(z.data(), 4, p)) == std::vector<TokenId>{0, 1});
+  p.min_p = 0.76f;  // threshold 0.304
+  CHECK(ids_of(sampling_candidates(z.data(), 4, p)) == std::vector<TokenId>{0});
+}
+
+TEST_CASE("temperature sharpens or flattens the kept distribution") {
+  std::vector<float> z{0.0f, 1.0f, 2.0f};
+  for (float t : {0.5f, 1.0f, 2.0f}) {
+    auto c = sampling_candidates(z.data(), 3, sampled(t));
+    const auto p = softmax(z, t);
+    for (const auto& x : c) CHECK(x.prob == Approx(p[size_t(x.token)]).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("seeded draws follow the kept distribution (chi-square over positions)") {
+  std::vector<float> z{0.0f, 0.5f, 1.0f, 1.5f, -0.5f, 2.0f};
+  SamplingParams p = sampled(0.8f);
+  p.top_k = 4;
+  p.seed = 99;
+  auto c = sampling_candidates(z.data(), 6, p);
+  REQUIRE(c.size() == 4);
+  const int n = 40000;
+  std::map<TokenId, int> count;
+  for (int pos = 0; pos < n; ++pos) ++count[pick_token(z.data(), 6, p, {}, pos)];
+  CHECK(count.size() == 4);  // nothing outside top_k is ever drawn
+  double chi2 = 0;
+  for (const auto& x : c) {
+    const double e = x.prob * n;
+    chi2 += (count[x.token] - e) * (count[x.token] - e) / e;
+  }
+  CHECK(chi2 < 16.3);  // p = 0.001 for 3 degrees of freedom
+}
+
+TEST_CASE("a seeded pick depends only on (seed, position), through philox_uniform") {
+  std::vector<float> z{0.3f, 0.1f, 0.9f, 0.4f, 0.2f};
+  SamplingParams p = sampled();
+  p.seed = 7;
+  auto c = sampling_candidates(z.data(), 5, p);
+  for (int pos = 0; pos < 50; ++pos) {
+    CHECK(pick_token(z.data(), 5, p, {}, pos) == draw_candidate(c, philox_uniform(7, uint64_t(pos))));
+    CHECK(pick_token(z.data(), 5, p, {}, pos) == pick_token(z.data(), 5, p, {}, pos));
+  }
+  SamplingParams q = p;
+  q.seed = 8;
+  int differ = 0;
+  for (int pos = 0; pos < 50; ++pos) differ += pick_token(z.data(), 5, p, {}, pos) != pick_token(z.data(), 5, q, {}, pos);
+  CHECK(differ > 10);
+}
+
+TEST_CASE("draw_candidate walks cumulative probability") {
+  std::vector<Candidate> c{{4, 0.5}, {2, 0.25}, {9, 0.25}};
+  CHECK(draw_candidate(c, 0.0) == 4);
+  CHECK(draw_candidate(c, 0.4999) == 4);
+  CHECK(draw_candidate(c, 0.5) == 2);
+  CHECK(draw_candidate(c, 0.76) == 9);
+  CHECK(draw_candidate(c, 0.9999999999) == 9);
+}
+
+TEST_CASE("repetition penalty divides positive and multiplies negative logits of seen tokens") {
+  std::vector<float> z{2.0f, -1.0f, 3.0f, 0.5f};
+  SamplingParams p;
+  p.repetition_penalty = 2.0f;
+  std::vector<TokenId> h{0, 1, 0};
+  apply_logit_processors(z.data(), 4, p, {h.data(), h.size()});
+  CHECK(z == std::vector<float>{1.0f, -2.0f, 3.0f, 0.5f});
+}
+
+TEST_CASE("presence and frequency penalties subtract once per token and once per occurrence") {
+  std::vector<float> z{1.0f, 1.0f, 1.0f};
+  SamplingParams p;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  std::vector<TokenId> h{2, 2, 2, 0};
+  apply_logit_processors(z.data(), 3, p, {h.data(), h.size()});
+  CHECK(z[0] == 1.0f - 0.5f - 0.25f);
+  CHECK(z[1] == 1.0f);
+  CHECK(z[2] == 1.0f - 0.5f - 0.75f);
+}
+
+TEST_CASE("penalty_window limits penalties to the last N tokens of the history") {
+  std::vector<float> z{1.0f, 1.0f, 1.0f};
+  SamplingParams p;
+  p.presence_penalty = 1.0f;
+  p.penalty_window = 2;
+  std::vector<TokenId> h{0, 1, 2};
+  apply_logit_processors(z.data(), 3, p, {h.data(), h.size()});
+  CHECK(z == std::vector<float>{1.0f, 0.0f, 0.0f});
+}
+
+TEST_CASE("logit_bias adds after penalties and suppressed tokens can never be picked") {
+  std::vector<float> z{1.0f, 2.0f, 3.0f};
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.logit_bias = {{0, 5.0f}};
+  p.suppressed = {2};
+  CHECK(pick_token(z.data(), 3, p, {}, 0) == 0);
+  SamplingParams s = sampled();
+  s.suppressed = {1, 2};
+  for (int pos = 0; pos < 100; ++pos) CHECK(pick_token(z.data(), 3, s, {}, pos) == 0);
+  SamplingParams all = sampled();
+  all.suppressed = {0, 1, 2};
+  CHECK(pick_token(z.data(), 3, all, {}, 0) == 0);  // defined answer, no crash, when nothing is left
+}
+
+TEST_CASE("greedy picks see penalties and bias too") {
+  std::vector<float> z{1.0f, 1.2f};
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.repetition_penalty = 1.5f;
+  std::vector<TokenId> h{1};
+  CHECK(pick_token(z.data(), 2, p, {h.data(), 1}, 0) == 0);
+  CHECK(z[1] == 1.2f);  // the caller's logits are not modified
+}
+
+TEST_CASE("invalid sampling settings are rejected naming the field") {
+  auto bad = [](auto edit) {
+    SamplingParams p;
+    edit(p);
+    return p;
+  };
+  CHECK_THROWS_WITH(validate_sampling_params(bad([](SamplingParams& p) { p.top_p = 0.0f; }), 10), Contains("top_p"));
+  CHECK_THROWS_WITH(validate_sampling_params(bad([](SamplingParams& p) { p.top_k = -1; }), 10), Contains("top_k"));
+  CHECK_THROWS_WITH(validate_sampling_params(bad([](SamplingParams& p) { p.min_p = 1.5f; }), 10), Contains("min_p"));
+  CHECK_THROWS_WITH(validate_sampling_params(bad([](SamplingParams& p) { p.temperature = std::nanf(""); }), 10),
+                    Contains("temperature"));
+  CHECK_THROWS_WITH(validate_sampling_params(bad([](SamplingParams& p) { p.repetition_penalty = 0.0f; }), 10),
+                    Contains("repetition_penalty"));
+  CHECK_THROWS_WITH(validate_sampling_params(bad([](SamplingParams& p) { p.logit_bias = {{10, 1.0f}}; }), 10),
+                    Contains("logit_bias") && Contains("token 10"));
+  CHECK_THROWS_WITH(validate_sampling_params(bad([](SamplingParams& p) { p.suppressed = {-1}; }), 10),
+                    Contains("suppressed"));
+  CHECK_NOTHROW(validate_sampling_params(SamplingParams{}, 10));
+}
