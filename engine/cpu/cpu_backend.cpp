@@ -51,7 +51,7 @@ struct CpuBackend::Impl {
       : cfg(m.config),
         opts(o),
         w(cpu::convert_weights(m)),
-        rope(m.config.rope, m.config.head_dim, o.max_context),
+        rope(m.config.rope, m.config.head_dim, o.max_context, o.rope_freq_dtype),
         pool(o.threads),
         matmul_kernel(cpu::best_matmul_kernel()),
         dot(cpu::best_dot_kernel()),

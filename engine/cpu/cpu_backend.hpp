@@ -13,6 +13,9 @@ struct CpuBackendOptions {
   int max_slots = 4;
   int max_context = 2048;
   int threads = 0;  // <= 0: all hardware threads
+  // Precision of the RoPE frequencies. F32 is what transformers uses for a loaded checkpoint; F16/BF16
+  // reproduce a reference that cast the whole module (rotary buffer included) to half precision and back.
+  DType rope_freq_dtype = DType::F32;
 };
 
 class CpuBackend : public Backend {

@@ -1,11 +1,36 @@
 #include "engine/cpu/rope.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/core/types.hpp"
 
 namespace strata {
 namespace cpu {
+namespace {
 
-std::vector<float> rope_inv_freq(const RopeConfig& rope, int head_dim) {
+float round_to(DType t, float f) {
+  if (t == DType::BF16) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;  // round to nearest even (frequencies are finite)
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  if (t == DType::F16) {
+#if defined(__FLT16_MAX__)
+    return float(static_cast<_Float16>(f));
+#else
+    throw Error("rope: rounding frequencies to F16 needs a compiler with _Float16");
+#endif
+  }
+  return f;
+}
+
+}  // namespace
+
+std::vector<float> rope_inv_freq(const RopeConfig& rope, int head_dim, DType freq_dtype) {
   const int half = head_dim / 2;
   std::vector<float> inv(static_cast<size_t>(half));
   for (int i = 0; i < half; ++i)
@@ -31,11 +56,13 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int head_dim) {
       inv[size_t(i)] = float(out);
     }
   }
+  for (float& f : inv) f = round_to(freq_dtype, f);
   return inv;
 }
 
-RopeTable::RopeTable(const RopeConfig& rope, int head_dim, int max_positions) : half_(head_dim / 2) {
-  const std::vector<float> inv = rope_inv_freq(rope, head_dim);
+RopeTable::RopeTable(const RopeConfig& rope, int head_dim, int max_positions, DType freq_dtype)
+    : half_(head_dim / 2) {
+  const std::vector<float> inv = rope_inv_freq(rope, head_dim, freq_dtype);
   cos_.resize(size_t(max_positions) * half_);
   sin_.resize(size_t(max_positions) * half_);
   for (int p = 0; p < max_positions; ++p)

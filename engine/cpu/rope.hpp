@@ -5,16 +5,19 @@
 #include <vector>
 
 #include "engine/model/model_config.hpp"
+#include "engine/model/weights.hpp"
 
 namespace strata {
 namespace cpu {
 
 // head_dim / 2 inverse frequencies, fp32 as transformers computes them (then llama3-adjusted if asked).
-std::vector<float> rope_inv_freq(const RopeConfig& rope, int head_dim);
+// freq_dtype F16/BF16 rounds them to that precision, as transformers does after model.to(half/bfloat16)
+// casts the rotary buffer; only reference-parity checks of such runs want it.
+std::vector<float> rope_inv_freq(const RopeConfig& rope, int head_dim, DType freq_dtype = DType::F32);
 
 class RopeTable {
  public:
-  RopeTable(const RopeConfig& rope, int head_dim, int max_positions);
+  RopeTable(const RopeConfig& rope, int head_dim, int max_positions, DType freq_dtype = DType::F32);
   // Rotates n_heads consecutive head vectors of head_dim floats in place for position pos.
   void apply(float* heads, int n_heads, int pos) const;
 

@@ -1,0 +1,242 @@
+// The CPU backend's window contract: batch invariance (bit-exact), verify windows and commit, bad windows
+// rejected without side effects, slot lifecycle, and picks/logprobs that come from the shared sampler.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/sampling/sampler.hpp"
+
+using namespace strata;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kModels = std::string(STRATA_SOURCE_DIR) + "/tests/data/models";
+
+std::vector<TokenId> prompt_tokens(int n, int vocab, int salt) {
+  std::vector<TokenId> t;
+  for (int i = 0; i < n; ++i) t.push_back(TokenId((i * 131 + salt * 71 + 17) % vocab));
+  return t;
+}
+
+Row row(SlotId s, TokenId t, int pos, bool logits = true) {
+  Row r;
+  r.slot = s;
+  r.token = t;
+  r.pos = pos;
+  r.want_logits = logits;
+  return r;
+}
+
+Window chunk(SlotId s, const std::vector<TokenId>& t, int first, int count) {
+  Window w;
+  for (int i = first; i < first + count; ++i) w.rows.push_back(row(s, t[size_t(i)], i));
+  return w;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a row's logits are bit-identical alone, beside other slots' rows, and inside a prompt chunk") {
+  for (const char* name : {"llama", "qwen2", "qwen3"}) {
+    DYNAMIC_SECTION(name) {
+      auto model = load_model(kModels + "/" + name);
+      CpuBackend be(*model, CpuBackendOptions{4, 64, 2});
+      const int V = model->config.vocab_size, n = 12;
+      const auto p = prompt_tokens(n, V, 1), other = prompt_tokens(2 * n, V, 2);
+      const SlotId a = be.open_slot(), b = be.open_slot(), c = be.open_slot(), d = be.open_slot();
+
+      const auto whole = be.run_window(chunk(a, p, 0, n));
+      for (int i = 0; i < n; ++i) {
+        const auto alone = be.run_window(chunk(b, p, i, 1));
+        // c's row shares its window with two rows of d, placed before and after it.
+        Window mixed;
+        mixed.rows.push_back(row(d, other[size_t(2 * i)], 2 * i));
+        mixed.rows.push_back(row(c, p[size_t(i)], i));
+        mixed.rows.push_back(row(d, other[size_t(2 * i + 1)], 2 * i + 1));
+        const auto m = be.run_window(mixed);
+        INFO("position " << i);
+        CHECK(same_bits(whole[size_t(i)].logits, alone[0].logits));
+        CHECK(same_bits(whole[size_t(i)].logits, m[1].logits));
+      }
+    }
+  }
+}
+
+TEST_CASE("logits do not depend on the number of threads") {
+  auto model = load_model(kModels + "/qwen3_sharded");
+  const auto p = prompt_tokens(20, model->config.vocab_size, 3);
+  CpuBackend one(*model, CpuBackendOptions{1, 32, 1}), three(*model, CpuBackendOptions{1, 32, 3});
+  CHECK(one.threads() == 1);
+  CHECK(three.threads() == 3);
+  const auto r1 = one.run_window(chunk(one.open_slot(), p, 0, 20));
+  const auto r3 = three.run_window(chunk(three.open_slot(), p, 0, 20));
+  for (int i = 0; i < 20; ++i) CHECK(same_bits(r1[size_t(i)].logits, r3[size_t(i)].logits));
+}
+
+TEST_CASE("a verify window trimmed by commit continues exactly like a slot that only ran the kept rows") {
+  auto model = load_model(kModels + "/llama");
+  CpuBackend be(*model, CpuBackendOptions{2, 64, 2});
+  const auto p = prompt_tokens(12, model->config.vocab_size, 4);
+  const SlotId a = be.open_slot(), ref = be.open_slot();
+  const auto straight = be.run_window(chunk(ref, p, 0, 12));
+
+  be.run_window(chunk(a, p, 0, 8));
+  Window verify = chunk(a, p, 8, 2);
+  verify.rows.push_back(row(a, 5, 10));  // rejected drafts
+  verify.rows.push_back(row(a, 6, 11));
+  const auto v = be.run_window(verify);
+  CHECK(same_bits(v[0].logits, straight[8].logits));
+  CHECK(same_bits(v[1].logits, straight[9].logits));
+  be.commit(a, 2);
+  // The next row must sit at the kept length; its logits read only kept state.
+  CHECK_THROWS_AS(be.run_window(chunk(a, p, 11, 1)), Error);
+  const auto next = be.run_window(chunk(a, p, 10, 2));
+  CHECK(same_bits(next[0].logits, straight[10].logits));
+  CHECK(same_bits(next[1].logits, straight[11].logits));
+}
+
+TEST_CASE("commit rejects n_keep outside the last window and slots that were not in it") {
+  auto model = load_model(kModels + "/llama");
+  CpuBackend be(*model, CpuBackendOptions{2, 16, 1});
+  const SlotId a = be.open_slot(), b = be.open_slot();
+  be.run_window(chunk(a, {1, 2, 3}, 0, 3));
+  CHECK_THROWS_WITH(be.commit(a, 4), Contains("n_keep 4") && Contains("[0, 3]"));
+  CHECK_THROWS_WITH(be.commit(a, -1), Contains("n_keep -1"));
+  CHECK_THROWS_WITH(be.commit(b, 0), Contains("slot 1 had no rows in the last window"));
+  CHECK_THROWS_WITH(be.commit(7, 0), Contains("slot 7 is not open"));
+  be.commit(a, 3);  // keeping everything is the implicit commit
+  CHECK_NOTHROW(be.run_window(chunk(a, {1, 2, 3, 4}, 3, 1)));
+}
+
+TEST_CASE("bad windows throw strata::Error naming the problem and change no state") {
+  auto model = load_model(kModels + "/qwen2");
+  const int V = model->config.vocab_size;
+  CpuBackend be(*model, CpuBackendOptions{3, 8, 2});
+  const auto p = prompt_tokens(6, V, 5);
+  const SlotId a = be.open_slot(), ref = be.open_slot(), closed = be.open_slot();
+  be.close_slot(closed);
+  be.run_window(chunk(a, p, 0, 4));
+  const auto want = be.run_window(chunk(ref, p, 0, 5));
+
+  auto bad = [&](std::vector<Row> rows, const std::string& says) {
+    CHECK_THROWS_WITH(be.run_window(Window{rows}), Contains(says));
+  };
+  bad({row(a, p[4], 4), row(99, 1, 0)}, "slot 99 is not open");
+  bad({row(a, p[4], 4), row(closed, 1, 0)}, "slot 2 is not open");
+  bad({row(a, p[4], 5)}, "does not continue its history (committed length 4)");
+  bad({row(a, p[4], 3)}, "does not continue its history");
+  bad({row(a, p[4], 4), row(a, p[5], 6)}, "leaves a gap (expected 5)");
+  bad({row(a, p[4], 4), row(a, p[5], 5), row(ref, 1, 5), row(ref, 2, 6), row(ref, 3, 7), row(ref, 4, 8)},
+      "outside [0, max_context)");
+  bad({row(a, p[4], -1)}, "position -1");
+  bad({row(a, V, 4)}, "token " + std::to_string(V) + " is outside the vocabulary");
+  bad({row(a, -3, 4)}, "token -3");
+  bad(std::vector<Row>(9, row(a, 1, 4)), "exceed the backend's max_window_rows 8");
+
+  // Nothing moved: the slot continues at position 4 exactly as an untouched slot does.
+  const auto got = be.run_window(chunk(a, p, 4, 1));
+  CHECK(same_bits(got[0].logits, want[4].logits));
+}
+
+TEST_CASE("slots open up to max_slots; close frees one; reset forgets the history") {
+  auto model = load_model(kModels + "/llama");
+  CpuBackend be(*model, CpuBackendOptions{2, 16, 1});
+  const BackendInfo info = be.info();
+  CHECK(info.name == "cpu");
+  CHECK(info.max_slots == 2);
+  CHECK(info.max_context == 16);
+  CHECK(info.vocab_size == model->config.vocab_size);
+  CHECK(info.max_window_rows == 16);
+  const SlotId a = be.open_slot(), b = be.open_slot();
+  CHECK(a == 0);
+  CHECK(b == 1);
+  CHECK(be.open_slot() == kNoSlot);
+  be.close_slot(a);
+  CHECK(be.open_slot() == a);
+  CHECK_THROWS_WITH(be.close_slot(5), Contains("slot 5 is not open"));
+  CHECK_THROWS_WITH(be.reset_slot(-1), Contains("slot -1 is not open"));
+
+  const auto p = prompt_tokens(5, model->config.vocab_size, 6);
+  const auto first = be.run_window(chunk(b, p, 0, 5));
+  be.reset_slot(b);
+  const auto again = be.run_window(chunk(b, p, 0, 5));
+  for (int i = 0; i < 5; ++i) CHECK(same_bits(first[size_t(i)].logits, again[size_t(i)].logits));
+}
+
+TEST_CASE("picks apply the slot's sampling settings to the row's logits and the slot's own history") {
+  auto model = load_model(kModels + "/qwen3");
+  const int V = model->config.vocab_size;
+  CpuBackend be(*model, CpuBackendOptions{3, 32, 2});
+  SamplingParams sp;
+  sp.temperature = 0.9f;
+  sp.top_k = 20;
+  sp.repetition_penalty = 1.3f;
+  sp.presence_penalty = 0.2f;
+  sp.seed = 5;
+  const SlotId a = be.open_slot(), b = be.open_slot(), c = be.open_slot();
+  be.set_sampling(a, sp);
+  be.set_sampling(b, sp);
+  const auto p = prompt_tokens(10, V, 7);
+  Window w = chunk(a, p, 0, 10);
+  for (auto& r : w.rows) r.want_pick = true;
+  const auto res = be.run_window(w);
+  for (int i = 0; i < 10; ++i) {
+    const TokenId expect =
+        pick_token(res[size_t(i)].logits.data(), V, sp, TokenHistory{p.data(), size_t(i) + 1}, i);
+    CHECK(res[size_t(i)].pick == expect);
+  }
+  // The same request on another slot, one row at a time beside a third slot's rows: the same picks.
+  const auto q = prompt_tokens(10, V, 8);
+  for (int i = 0; i < 10; ++i) {
+    Row r = row(b, p[size_t(i)], i, false);
+    r.want_pick = true;
+    Row o = row(c, q[size_t(i)], i, false);
+    o.want_pick = true;
+    const auto m = be.run_window(Window{{o, r}});
+    CHECK(m[1].pick == res[size_t(i)].pick);
+  }
+}
+
+TEST_CASE("logprobs are the log-softmax of the raw logits, whatever the sampling settings") {
+  auto model = load_model(kModels + "/llama3rope");
+  const int V = model->config.vocab_size;
+  CpuBackend be(*model, CpuBackendOptions{1, 16, 1});
+  const SlotId a = be.open_slot();
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.logit_bias = {{3, 50.0f}};  // forces the pick, must not change the logprobs
+  be.set_sampling(a, sp);
+  Window w = chunk(a, prompt_tokens(4, V, 9), 0, 4);
+  w.rows.back().want_pick = true;
+  w.rows.back().n_logprobs = 5;
+  const auto res = be.run_window(w);
+  const RowResult& r = res.back();
+  CHECK(r.pick == 3);
+  double m = -1e300, s = 0;
+  for (float x : r.logits) m = std::max(m, double(x));
+  for (float x : r.logits) s += std::exp(double(x) - m);
+  CHECK(r.pick_logprob == Approx(double(r.logits[3]) - m - std::log(s)).margin(1e-5));
+  REQUIRE(r.top.size() == 5);
+  for (size_t i = 1; i < r.top.size(); ++i) CHECK(r.top[i - 1].logprob >= r.top[i].logprob);
+  CHECK(r.top[0].token == argmax_token(r.logits.data(), V));
+  CHECK(res[0].top.empty());
+  CHECK(res[0].pick == -1);
+}
+
+TEST_CASE("invalid sampling settings, unknown slots and bad options are rejected") {
+  auto model = load_model(kModels + "/llama");
+  CpuBackend be(*model, CpuBackendOptions{1, 16, 1});
+  const SlotId a = be.open_slot();
+  SamplingParams sp;
+  sp.top_p = 2.0f;
+  CHECK_THROWS_WITH(be.set_sampling(a, sp), Contains("top_p"));
+  CHECK_THROWS_WITH(be.set_sampling(3, SamplingParams{}), Contains("slot 3 is not open"));
+  CHECK_THROWS_WITH(CpuBackend(*model, CpuBackendOptions{0, 16, 1}), Contains("max_slots"));
+  CHECK_THROWS_WITH(CpuBackend(*model, CpuBackendOptions{1, 0, 1}), Contains("max_context"));
+  CHECK(be.run_window(Window{}).empty());
+}
