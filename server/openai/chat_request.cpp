@@ -14,37 +14,37 @@ void check_content_parts(const nlohmann::json& parts, const std::string& path) {
   for (size_t i = 0; i < parts.size(); ++i) {
     std::string p = idx(path, i);
     const nlohmann::json& part = parts[i];
-    if (!part.is_object()) throw_invalid(p, quoted(p) + " must be a content part object, got " + json_kind(part), "invalid_type");
+    if (!part.is_object()) throw_invalid(p, qname(p) + " must be a content part object, got " + json_kind(part), "invalid_type");
     Fields pf(part, p);
     std::optional<std::string> type = pf.string("type", 64);
-    if (!type) throw_invalid(pf.name("type"), quoted(pf.name("type")) + " is required", "missing_required_parameter");
+    if (!type) throw_invalid(pf.name("type"), qname(pf.name("type")) + " is required", "missing_required_parameter");
     if (*type != "text")
-      throw_invalid(pf.name("type"), quoted(pf.name("type")) + " '" + *type +
+      throw_invalid(pf.name("type"), qname(pf.name("type")) + " '" + *type +
                                          "' is not supported; this model accepts only 'text' content parts",
                     "unsupported_value");
     if (!pf.string("text", kMaxText))
-      throw_invalid(pf.name("text"), quoted(pf.name("text")) + " is required for a text part", "missing_required_parameter");
+      throw_invalid(pf.name("text"), qname(pf.name("text")) + " is required for a text part", "missing_required_parameter");
   }
 }
 
 void check_tool_calls(const nlohmann::json& calls, const std::string& path) {
-  if (!calls.is_array()) throw_invalid(path, quoted(path) + " must be an array, got " + json_kind(calls), "invalid_type");
+  if (!calls.is_array()) throw_invalid(path, qname(path) + " must be an array, got " + json_kind(calls), "invalid_type");
   for (size_t i = 0; i < calls.size(); ++i) {
     std::string p = idx(path, i);
-    if (!calls[i].is_object()) throw_invalid(p, quoted(p) + " must be an object, got " + json_kind(calls[i]), "invalid_type");
+    if (!calls[i].is_object()) throw_invalid(p, qname(p) + " must be an object, got " + json_kind(calls[i]), "invalid_type");
     Fields cf(calls[i], p);
     cf.string("id", 256);
     if (auto t = cf.string("type", 64); t && *t != "function")
-      throw_invalid(cf.name("type"), quoted(cf.name("type")) + " must be 'function', got '" + *t + "'");
+      throw_invalid(cf.name("type"), qname(cf.name("type")) + " must be 'function', got '" + *t + "'");
     const nlohmann::json* fn = cf.get("function");
     if (!fn || !fn->is_object())
-      throw_invalid(cf.name("function"), quoted(cf.name("function")) + " must be an object with 'name' and 'arguments'",
+      throw_invalid(cf.name("function"), qname(cf.name("function")) + " must be an object with 'name' and 'arguments'",
                     fn ? "invalid_type" : "missing_required_parameter");
     Fields ff(*fn, cf.name("function"));
-    if (!ff.string("name", 256)) throw_invalid(ff.name("name"), quoted(ff.name("name")) + " is required", "missing_required_parameter");
+    if (!ff.string("name", 256)) throw_invalid(ff.name("name"), qname(ff.name("name")) + " is required", "missing_required_parameter");
     const nlohmann::json* args = ff.get("arguments");
     if (args && !args->is_string() && !args->is_object())
-      throw_invalid(ff.name("arguments"), quoted(ff.name("arguments")) + " must be a JSON string, got " + json_kind(*args),
+      throw_invalid(ff.name("arguments"), qname(ff.name("arguments")) + " must be a JSON string, got " + json_kind(*args),
                     "invalid_type");
   }
 }
@@ -61,32 +61,32 @@ nlohmann::json parse_messages(const Fields& f, const RequestLimits& limits) {
   for (size_t i = 0; i < v->size(); ++i) {
     std::string p = idx("messages", i);
     const nlohmann::json& m = (*v)[i];
-    if (!m.is_object()) throw_invalid(p, quoted(p) + " must be an object, got " + json_kind(m), "invalid_type");
+    if (!m.is_object()) throw_invalid(p, qname(p) + " must be an object, got " + json_kind(m), "invalid_type");
     Fields mf(m, p);
     std::optional<std::string> role = mf.string("role", 64);
-    if (!role) throw_invalid(mf.name("role"), quoted(mf.name("role")) + " is required", "missing_required_parameter");
+    if (!role) throw_invalid(mf.name("role"), qname(mf.name("role")) + " is required", "missing_required_parameter");
     if (*role != "system" && *role != "developer" && *role != "user" && *role != "assistant" && *role != "tool" &&
         *role != "function")
-      throw_invalid(mf.name("role"), quoted(mf.name("role")) +
+      throw_invalid(mf.name("role"), qname(mf.name("role")) +
                                          " must be one of system, developer, user, assistant, tool; got '" + *role + "'");
     const nlohmann::json* content = mf.get("content");
     bool has_calls = mf.get("tool_calls") != nullptr;
     if (!content) {
       if (*role != "assistant")
-        throw_invalid(mf.name("content"), quoted(mf.name("content")) + " is required for a '" + *role + "' message",
+        throw_invalid(mf.name("content"), qname(mf.name("content")) + " is required for a '" + *role + "' message",
                       "missing_required_parameter");
     } else if (content->is_string()) {
       if (content->get_ref<const std::string&>().size() > kMaxText)
-        throw_invalid(mf.name("content"), quoted(mf.name("content")) + " is longer than " + std::to_string(kMaxText) + " bytes");
+        throw_invalid(mf.name("content"), qname(mf.name("content")) + " is longer than " + std::to_string(kMaxText) + " bytes");
     } else if (content->is_array()) {
       check_content_parts(*content, mf.name("content"));
     } else {
-      throw_invalid(mf.name("content"), quoted(mf.name("content")) + " must be a string or an array of content parts, got " +
+      throw_invalid(mf.name("content"), qname(mf.name("content")) + " must be a string or an array of content parts, got " +
                                             json_kind(*content), "invalid_type");
     }
     if (has_calls) {
       if (*role != "assistant")
-        throw_invalid(mf.name("tool_calls"), quoted(mf.name("tool_calls")) + " is only allowed on assistant messages");
+        throw_invalid(mf.name("tool_calls"), qname(mf.name("tool_calls")) + " is only allowed on assistant messages");
       check_tool_calls(*mf.get("tool_calls"), mf.name("tool_calls"));
     }
     mf.string("name", 256);
@@ -109,29 +109,29 @@ nlohmann::json parse_tools(const Fields& f, const RequestLimits& limits) {
   for (size_t i = 0; i < v->size(); ++i) {
     std::string p = idx("tools", i);
     const nlohmann::json& t = (*v)[i];
-    if (!t.is_object()) throw_invalid(p, quoted(p) + " must be an object, got " + json_kind(t), "invalid_type");
+    if (!t.is_object()) throw_invalid(p, qname(p) + " must be an object, got " + json_kind(t), "invalid_type");
     Fields tf(t, p);
     std::optional<std::string> type = tf.string("type", 64);
-    if (!type) throw_invalid(tf.name("type"), quoted(tf.name("type")) + " is required", "missing_required_parameter");
+    if (!type) throw_invalid(tf.name("type"), qname(tf.name("type")) + " is required", "missing_required_parameter");
     if (*type != "function")
-      throw_invalid(tf.name("type"), quoted(tf.name("type")) + " must be 'function', got '" + *type + "'", "unsupported_value");
+      throw_invalid(tf.name("type"), qname(tf.name("type")) + " must be 'function', got '" + *type + "'", "unsupported_value");
     const nlohmann::json* fn = tf.get("function");
-    if (!fn) throw_invalid(tf.name("function"), quoted(tf.name("function")) + " is required", "missing_required_parameter");
+    if (!fn) throw_invalid(tf.name("function"), qname(tf.name("function")) + " is required", "missing_required_parameter");
     if (!fn->is_object())
-      throw_invalid(tf.name("function"), quoted(tf.name("function")) + " must be an object, got " + json_kind(*fn), "invalid_type");
+      throw_invalid(tf.name("function"), qname(tf.name("function")) + " must be an object, got " + json_kind(*fn), "invalid_type");
     Fields ff(*fn, tf.name("function"));
     std::optional<std::string> name = ff.string("name", 64);
     if (!name || name->empty())
-      throw_invalid(ff.name("name"), quoted(ff.name("name")) + " is required (a non-empty function name)", "missing_required_parameter");
+      throw_invalid(ff.name("name"), qname(ff.name("name")) + " is required (a non-empty function name)", "missing_required_parameter");
     for (char c : *name) {
       bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
       if (!ok)
-        throw_invalid(ff.name("name"), quoted(ff.name("name")) + " may contain only a-z, A-Z, 0-9, '_', '-' and '.', got '" +
+        throw_invalid(ff.name("name"), qname(ff.name("name")) + " may contain only a-z, A-Z, 0-9, '_', '-' and '.', got '" +
                                            *name + "'");
     }
     ff.string("description", 1u << 20);
     if (const nlohmann::json* params = ff.get("parameters"); params && !params->is_object())
-      throw_invalid(ff.name("parameters"), quoted(ff.name("parameters")) + " must be a JSON Schema object, got " +
+      throw_invalid(ff.name("parameters"), qname(ff.name("parameters")) + " must be a JSON Schema object, got " +
                                                json_kind(*params), "invalid_type");
     ff.boolean("strict");
   }

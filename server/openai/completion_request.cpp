@@ -31,11 +31,11 @@ PromptInput parse_one_prompt(const nlohmann::json& v, const std::string& path, c
   if (v.is_string()) {
     p.text = v.get<std::string>();
   } else if (v.is_array()) {
-    if (v.empty()) throw_invalid(path, quoted(path) + " must not be an empty token list");
+    if (v.empty()) throw_invalid(path, qname(path) + " must not be an empty token list");
     p.is_tokens = true;
     p.tokens = token_list(v, path, limits);
   } else {
-    throw_invalid(path, quoted(path) + " must be a string or a list of token ids, got " + json_kind(v), "invalid_type");
+    throw_invalid(path, qname(path) + " must be a string or a list of token ids, got " + json_kind(v), "invalid_type");
   }
   return p;
 }
@@ -68,7 +68,7 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, const Req
                           "invalid_type");
       }
       if (e.is_number())
-        throw_invalid(path, quoted(path) + " mixes token ids with other prompt forms; use a list of token ids or of strings",
+        throw_invalid(path, qname(path) + " mixes token ids with other prompt forms; use a list of token ids or of strings",
                       "invalid_type");
       r.prompts.push_back(parse_one_prompt(e, path, limits));
     }

@@ -21,7 +21,7 @@ const char* json_kind(const nlohmann::json& v) {
   }
 }
 
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
+std::string qname(const std::string& path) { return "'" + path + "'"; }
 
 std::string format_number(double v) {
   std::ostringstream os;
@@ -44,7 +44,7 @@ const nlohmann::json* Fields::get(const std::string& key) const {
 std::optional<bool> Fields::boolean(const std::string& key) const {
   const nlohmann::json* v = get(key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) throw_invalid(name(key), quoted(name(key)) + " must be a boolean, got " + json_kind(*v), "invalid_type");
+  if (!v->is_boolean()) throw_invalid(name(key), qname(name(key)) + " must be a boolean, got " + json_kind(*v), "invalid_type");
   return v->get<bool>();
 }
 
@@ -55,21 +55,21 @@ int64_t integer_value(const nlohmann::json& v, const std::string& path, int64_t 
   } else if (v.is_number_unsigned()) {
     uint64_t u = v.get<uint64_t>();
     if (u > static_cast<uint64_t>(hi))
-      throw_invalid(path, quoted(path) + " must be at most " + std::to_string(hi) + ", got " + std::to_string(u));
+      throw_invalid(path, qname(path) + " must be at most " + std::to_string(hi) + ", got " + std::to_string(u));
     out = static_cast<int64_t>(u);
   } else if (v.is_number_float()) {
     double d = v.get<double>();
     if (!std::isfinite(d) || std::floor(d) != d)
-      throw_invalid(path, quoted(path) + " must be an integer, got " + format_number(d), "invalid_type");
+      throw_invalid(path, qname(path) + " must be an integer, got " + format_number(d), "invalid_type");
     if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-      throw_invalid(path, quoted(path) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+      throw_invalid(path, qname(path) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
                               ", got " + format_number(d));
     out = static_cast<int64_t>(d);
   } else {
-    throw_invalid(path, quoted(path) + " must be an integer, got " + json_kind(v), "invalid_type");
+    throw_invalid(path, qname(path) + " must be an integer, got " + json_kind(v), "invalid_type");
   }
   if (out < lo || out > hi) {
-    std::string msg = quoted(path) + " must be ";
+    std::string msg = qname(path) + " must be ";
     if (hi == INT64_MAX) msg += "at least " + std::to_string(lo);
     else msg += "between " + std::to_string(lo) + " and " + std::to_string(hi);
     throw_invalid(path, msg + ", got " + std::to_string(out));
@@ -86,10 +86,10 @@ std::optional<int64_t> Fields::integer(const std::string& key, int64_t lo, int64
 std::optional<double> Fields::number(const std::string& key, double lo, double hi) const {
   const nlohmann::json* v = get(key);
   if (!v) return std::nullopt;
-  if (!v->is_number()) throw_invalid(name(key), quoted(name(key)) + " must be a number, got " + json_kind(*v), "invalid_type");
+  if (!v->is_number()) throw_invalid(name(key), qname(name(key)) + " must be a number, got " + json_kind(*v), "invalid_type");
   double d = v->get<double>();
   if (!std::isfinite(d) || d < lo || d > hi)
-    throw_invalid(name(key), quoted(name(key)) + " must be between " + format_number(lo) + " and " + format_number(hi) +
+    throw_invalid(name(key), qname(name(key)) + " must be between " + format_number(lo) + " and " + format_number(hi) +
                                  ", got " + format_number(d));
   return d;
 }
@@ -97,10 +97,10 @@ std::optional<double> Fields::number(const std::string& key, double lo, double h
 std::optional<std::string> Fields::string(const std::string& key, size_t max_bytes) const {
   const nlohmann::json* v = get(key);
   if (!v) return std::nullopt;
-  if (!v->is_string()) throw_invalid(name(key), quoted(name(key)) + " must be a string, got " + json_kind(*v), "invalid_type");
+  if (!v->is_string()) throw_invalid(name(key), qname(name(key)) + " must be a string, got " + json_kind(*v), "invalid_type");
   const std::string& s = v->get_ref<const std::string&>();
   if (s.size() > max_bytes)
-    throw_invalid(name(key), quoted(name(key)) + " is longer than the limit of " + std::to_string(max_bytes) + " bytes");
+    throw_invalid(name(key), qname(name(key)) + " is longer than the limit of " + std::to_string(max_bytes) + " bytes");
   return s;
 }
 

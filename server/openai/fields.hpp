@@ -31,7 +31,7 @@ class Fields {
 
 // "'temperature' must be a number, got a string"
 const char* json_kind(const nlohmann::json& v);
-std::string quoted(const std::string& path);
+std::string qname(const std::string& path);
 // Integer value of `v` (named `path`), range-checked; throws ApiException.
 int64_t integer_value(const nlohmann::json& v, const std::string& path, int64_t lo, int64_t hi);
 std::string format_number(double v);

@@ -26,22 +26,22 @@ std::vector<std::string> parse_stop(const Fields& f, const RequestLimits& limits
   if (!v) return out;
   std::string path = f.name("stop");
   auto take = [&](const nlohmann::json& s, const std::string& p) {
-    if (!s.is_string()) throw_invalid(p, quoted(p) + " must be a string, got " + json_kind(s), "invalid_type");
+    if (!s.is_string()) throw_invalid(p, qname(p) + " must be a string, got " + json_kind(s), "invalid_type");
     const std::string& str = s.get_ref<const std::string&>();
-    if (str.empty()) throw_invalid(p, quoted(p) + " must not be an empty string");
+    if (str.empty()) throw_invalid(p, qname(p) + " must not be an empty string");
     if (str.size() > limits.max_stop_bytes)
-      throw_invalid(p, quoted(p) + " is longer than the limit of " + std::to_string(limits.max_stop_bytes) + " bytes");
+      throw_invalid(p, qname(p) + " is longer than the limit of " + std::to_string(limits.max_stop_bytes) + " bytes");
     out.push_back(str);
   };
   if (v->is_string()) {
     take(*v, path);
   } else if (v->is_array()) {
     if (static_cast<int>(v->size()) > limits.max_stop_strings)
-      throw_invalid(path, quoted(path) + " has " + std::to_string(v->size()) + " strings; the limit is " +
+      throw_invalid(path, qname(path) + " has " + std::to_string(v->size()) + " strings; the limit is " +
                               std::to_string(limits.max_stop_strings));
     for (size_t i = 0; i < v->size(); ++i) take((*v)[i], path + "[" + std::to_string(i) + "]");
   } else {
-    throw_invalid(path, quoted(path) + " must be a string or an array of strings, got " + json_kind(*v), "invalid_type");
+    throw_invalid(path, qname(path) + " must be a string or an array of strings, got " + json_kind(*v), "invalid_type");
   }
   return out;
 }
@@ -51,9 +51,9 @@ std::vector<TokenId> parse_stop_token_ids(const Fields& f, const RequestLimits& 
   const nlohmann::json* v = f.get("stop_token_ids");
   if (!v) return out;
   std::string path = f.name("stop_token_ids");
-  if (!v->is_array()) throw_invalid(path, quoted(path) + " must be an array of token ids, got " + json_kind(*v), "invalid_type");
+  if (!v->is_array()) throw_invalid(path, qname(path) + " must be an array of token ids, got " + json_kind(*v), "invalid_type");
   if (static_cast<int>(v->size()) > limits.max_stop_token_ids)
-    throw_invalid(path, quoted(path) + " has " + std::to_string(v->size()) + " ids; the limit is " +
+    throw_invalid(path, qname(path) + " has " + std::to_string(v->size()) + " ids; the limit is " +
                             std::to_string(limits.max_stop_token_ids));
   for (size_t i = 0; i < v->size(); ++i)
     out.push_back(static_cast<TokenId>(integer_value((*v)[i], path + "[" + std::to_string(i) + "]", 0, token_upper(limits))));
@@ -66,9 +66,9 @@ std::vector<std::pair<TokenId, float>> parse_logit_bias(const Fields& f, const R
   if (!v) return out;
   std::string path = f.name("logit_bias");
   if (!v->is_object())
-    throw_invalid(path, quoted(path) + " must be an object mapping token ids to biases, got " + json_kind(*v), "invalid_type");
+    throw_invalid(path, qname(path) + " must be an object mapping token ids to biases, got " + json_kind(*v), "invalid_type");
   if (static_cast<int>(v->size()) > limits.max_logit_bias)
-    throw_invalid(path, quoted(path) + " has " + std::to_string(v->size()) + " entries; the limit is " +
+    throw_invalid(path, qname(path) + " has " + std::to_string(v->size()) + " entries; the limit is " +
                             std::to_string(limits.max_logit_bias));
   for (auto it = v->begin(); it != v->end(); ++it) {
     const std::string& key = it.key();
@@ -77,12 +77,12 @@ std::vector<std::pair<TokenId, float>> parse_logit_bias(const Fields& f, const R
     for (char c : key) digits = digits && c >= '0' && c <= '9';
     long long id = digits ? std::strtoll(key.c_str(), nullptr, 10) : -1;
     if (!digits || id > token_upper(limits))
-      throw_invalid(p, "the key of " + quoted(p) + " must be a token id between 0 and " +
+      throw_invalid(p, "the key of " + qname(p) + " must be a token id between 0 and " +
                            std::to_string(token_upper(limits)));
-    if (!it->is_number()) throw_invalid(p, quoted(p) + " must be a number, got " + json_kind(*it), "invalid_type");
+    if (!it->is_number()) throw_invalid(p, qname(p) + " must be a number, got " + json_kind(*it), "invalid_type");
     double b = it->get<double>();
     if (!(b >= -100.0 && b <= 100.0))
-      throw_invalid(p, quoted(p) + " must be between -100 and 100, got " + format_number(b));
+      throw_invalid(p, qname(p) + " must be between -100 and 100, got " + format_number(b));
     out.emplace_back(static_cast<TokenId>(id), static_cast<float>(b));
   }
   return out;
@@ -94,16 +94,16 @@ void check_response_format(const Fields& f) {
   const nlohmann::json* rf = f.get("response_format");
   if (!rf) return;
   std::string path = f.name("response_format");
-  if (!rf->is_object()) throw_invalid(path, quoted(path) + " must be an object, got " + json_kind(*rf), "invalid_type");
+  if (!rf->is_object()) throw_invalid(path, qname(path) + " must be an object, got " + json_kind(*rf), "invalid_type");
   Fields r(*rf, path);
   std::optional<std::string> type = r.string("type", 64);
-  if (!type) throw_invalid(r.name("type"), quoted(r.name("type")) + " is required", "missing_required_parameter");
+  if (!type) throw_invalid(r.name("type"), qname(r.name("type")) + " is required", "missing_required_parameter");
   if (*type == "text") return;
   if (*type == "json_object" || *type == "json_schema")
-    throw_invalid(r.name("type"), quoted(r.name("type")) + " '" + *type +
+    throw_invalid(r.name("type"), qname(r.name("type")) + " '" + *type +
                                       "' is not supported yet; only 'text' is (structured output is planned)",
                   "unsupported_value");
-  throw_invalid(r.name("type"), quoted(r.name("type")) + " must be 'text', 'json_object' or 'json_schema', got '" + *type + "'");
+  throw_invalid(r.name("type"), qname(r.name("type")) + " must be 'text', 'json_object' or 'json_schema', got '" + *type + "'");
 }
 
 GenerationOptions parse_generation_options(const nlohmann::json& body, const RequestLimits& limits,

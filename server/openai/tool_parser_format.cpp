@@ -9,6 +9,18 @@
 
 namespace strata::tool_parsing {
 
+namespace {
+bool may_appear_outside_strings(char c) {
+  switch (c) {
+    case ' ': case '\t': case '\n': case '\r': case ',': case ':': case '-': case '+': case '.':
+    case 'e': case 'E': case 't': case 'r': case 'u': case 'f': case 'a': case 'l': case 's': case 'n':
+      return true;
+    default:
+      return c >= '0' && c <= '9';
+  }
+}
+}  // namespace
+
 JsonExtent::Status JsonExtent::scan(std::string_view text, size_t start) {
   if (start_ != start) {
     reset();
@@ -36,6 +48,9 @@ JsonExtent::Status JsonExtent::scan(std::string_view text, size_t start) {
       if (++depth_ > kMaxJsonDepth) return Status::invalid;
     } else if (c == '}' || c == ']') {
       if (--depth_ == 0) return Status::complete;
+    } else if (!may_appear_outside_strings(c)) {
+      // Not JSON, whatever follows (a closing tag, prose): decided now rather than at the end of the output.
+      return Status::invalid;
     }
   }
   return Status::incomplete;

@@ -24,8 +24,8 @@ using Json = nlohmann::ordered_json;  // ordered: arguments keep the model's key
 constexpr int kMaxJsonDepth = 128;
 
 // Finds where a JSON object or array that starts at text[start] ends, resuming where the previous call
-// stopped so that a call fed byte by byte costs linear time. Only brackets and strings are tracked; the
-// complete extent is then parsed for real.
+// stopped so that a call fed byte by byte costs linear time. Only brackets, strings and the bytes JSON allows
+// outside strings are checked; the complete extent is then parsed for real.
 class JsonExtent {
  public:
   enum class Status { incomplete, complete, invalid };

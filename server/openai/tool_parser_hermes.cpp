@@ -19,9 +19,15 @@ class HermesParser final : public FormatParser {
         if (!content_until(kOpen, at_end)) return;
         in_call_ = true;
         searched_ = kOpen.size();
+        extent_.reset();
       }
       // buf_ starts with <tool_call>; the call is decided at </tool_call>, or at the end of the output
       // (a model stopped by a stop sequence may never write the closing tag).
+      switch (step_object(at_end)) {
+        case Outcome::wait: return;
+        case Outcome::decided: continue;
+        case Outcome::not_an_object: break;
+      }
       size_t from = searched_ >= kClose.size() ? searched_ - kClose.size() + 1 : 0;
       size_t close = buf_.find(kClose, std::max(from, kOpen.size()));
       if (close == std::string::npos) {
@@ -32,6 +38,35 @@ class HermesParser final : public FormatParser {
       }
       decide(close, close + kClose.size());
     }
+  }
+
+  enum class Outcome { wait, decided, not_an_object };
+
+  // The usual body is one JSON object: following its brackets lets an argument string contain
+  // "</tool_call>". Anything else is left to the plain search for the closing tag.
+  Outcome step_object(bool at_end) {
+    size_t start = text::skip_space(buf_, kOpen.size());
+    if (start == buf_.size()) return at_end ? Outcome::not_an_object : Outcome::wait;
+    if (buf_[start] != '{') return Outcome::not_an_object;
+    switch (extent_.scan(buf_, start)) {
+      case JsonExtent::Status::incomplete: return at_end ? Outcome::not_an_object : Outcome::wait;
+      case JsonExtent::Status::invalid: return Outcome::not_an_object;
+      case JsonExtent::Status::complete: break;
+    }
+    size_t end = extent_.end();
+    size_t close = text::skip_space(buf_, end);
+    std::string_view rest = std::string_view(buf_).substr(close);
+    if (text::starts_with(rest, kClose)) {
+      decide(end, close + kClose.size());
+      return Outcome::decided;
+    }
+    if (rest.empty()) {
+      if (!at_end) return Outcome::wait;
+      decide(end, buf_.size());
+      return Outcome::decided;
+    }
+    if (!at_end && text::is_proper_prefix_of(rest, kClose)) return Outcome::wait;
+    return Outcome::not_an_object;
   }
 
   // The call's JSON is buf_[open end, body_end); the raw call text is buf_[0, raw_end).
@@ -50,6 +85,7 @@ class HermesParser final : public FormatParser {
 
   bool in_call_ = false;
   size_t searched_ = 0;  // bytes of buf_ already searched for the closing tag
+  JsonExtent extent_;
 };
 
 }  // namespace

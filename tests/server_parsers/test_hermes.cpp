@@ -121,3 +121,16 @@ TEST_CASE("format none: tool-call markup is plain content") {
   const std::string text = "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
   require_every_chunking_gives(with_format(ToolFormat::none), text, {text, "", {}});
 }
+
+TEST_CASE("hermes: an argument string may contain the closing tag") {
+  require_every_chunking_gives(kHermes,
+      "<tool_call>\n{\"name\": \"write\", \"arguments\": {\"code\": \"print('</tool_call>')\"}}\n</tool_call>",
+      {"", "", {{"write", R"J({"code":"print('</tool_call>')"})J"}}});
+}
+
+TEST_CASE("hermes: an unbalanced object is given back at its closing tag, before the output ends") {
+  auto parser = make_output_parser(kHermes);
+  ParsedDelta delta = parser->feed("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}</tool_call> next");
+  CHECK(delta.content == "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}</tool_call> next");
+  CHECK(delta.tool_calls.empty());
+}

@@ -79,3 +79,9 @@ TEST_CASE("llama3_json: a 256 KiB argument fed byte by byte is parsed in linear 
   REQUIRE(message.tool_calls.size() == 1);
   CHECK(message.tool_calls[0].arguments == "{\"data\":\"" + big + "\"}");
 }
+
+TEST_CASE("llama3_json: an answer opening with a non-JSON brace streams without waiting for the end") {
+  auto parser = make_output_parser(kLlama);
+  CHECK(parser->feed("{x} is a set; {").content == "{x} is a set; {");
+  CHECK(parser->finish().empty());
+}
