@@ -175,7 +175,9 @@ struct CpuBackend::Impl {
       }
       // Attention per (row, head): every cache position <= the row's, summed in position order, so a row's
       // result is the same whatever else is in the window.
-      pool.parallel_for(T * cfg.num_heads, [&](int b, int e) {
+      int64_t attn_work = 0;
+      for (const Row& row : win.rows) attn_work += int64_t(row.pos + 1) * cfg.num_heads * HD;
+      auto attend = [&](int b, int e) {
         std::vector<float> score(size_t(opts.max_context));
         for (int task = b; task < e; ++task) {
           const int r = task / cfg.num_heads, h = task % cfg.num_heads, g = h / group;
@@ -204,7 +206,10 @@ struct CpuBackend::Impl {
           const float inv = 1.0f / sum;
           for (int d = 0; d < HD; ++d) o[d] *= inv;
         }
-      });
+      };
+      // Waking the pool costs more than a short context's attention; either way each task is whole.
+      if (attn_work < (int64_t(1) << 15)) attend(0, T * cfg.num_heads);
+      else pool.parallel_for(T * cfg.num_heads, attend);
       matmul(L.wo, H, q_dim, att.data(), T, tmp.data());
       for (int r = 0; r < T; ++r)
         for (int i = 0; i < H; ++i)
