@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
     std::vector<strata::SlotId> slots;
     std::vector<strata::TokenId> last(static_cast<size_t>(batch));
     double prefill_s = 0;
+    const double prefill_cpu0 = cpu_seconds();
     for (int b = 0; b < batch; ++b) {
       slots.push_back(be.open_slot());
       strata::Window w;
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
       last[size_t(b)] = be.run_window(w).back().pick;
       prefill_s += std::chrono::duration<double>(clock::now() - t).count();
     }
+    const double prefill_cpu_s = cpu_seconds() - prefill_cpu0;
     const double load_before = load_average();
     const double cpu0 = cpu_seconds();
     auto t = clock::now();
@@ -115,11 +117,12 @@ int main(int argc, char** argv) {
     const auto& c = model->config;
     std::printf(
         "model=%s arch=%s layers=%d hidden=%d vocab=%d kernel=%s threads=%d batch=%d prompt=%d tokens=%d\n"
-        "load_s=%.2f prefill_tok_s=%.1f decode_tok_s=%.2f decode_ms_per_step=%.2f decode_cpu_s_per_token=%.4f "
+        "load_s=%.2f prefill_tok_s=%.1f prefill_tok_per_cpu_s=%.1f decode_tok_s=%.2f decode_ms_per_step=%.2f decode_tok_per_cpu_s=%.2f "
         "loadavg=%.1f\n",
         model_dir.c_str(), c.architecture.c_str(), c.num_layers, c.hidden_size, c.vocab_size, be.kernel_name(),
-        be.threads(), batch, prompt, tokens, load_s, batch * prompt / prefill_s, batch * tokens / decode_s,
-        1000.0 * decode_s / tokens, decode_cpu_s / (double(batch) * tokens), load_before);
+        be.threads(), batch, prompt, tokens, load_s, batch * prompt / prefill_s, batch * prompt / prefill_cpu_s,
+        batch * tokens / decode_s,
+        1000.0 * decode_s / tokens, double(batch) * tokens / decode_cpu_s, load_before);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cpu_decode_bench: %s\n", e.what());
     return 1;
