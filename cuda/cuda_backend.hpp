@@ -1,0 +1,78 @@
+// The CUDA backend: the Verifier on one GPU. A plain C++ header (no CUDA types) so host code can include it
+// without nvcc; everything device-side lives behind Impl.
+//
+// Invariants it keeps (DESIGN.md):
+// - Batch invariance: for windows of up to gemm_min_rows - 1 rows every matmul runs the skinny kernel, whose
+//   per-output reduction order depends only on the matrix shape, and attention splits a row's KV at fixed
+//   positions, so a row's logits are bit-identical alone, beside other slots' rows, or inside a prompt chunk
+//   or a verify window.
+// - Reference parity: fp32 activations, fp32 KV cache and fp32 accumulation; RoPE uses the CPU backend's
+//   cos/sin table bit for bit; picks use engine/sampling (argmax on the device, everything else on the host
+//   from the same logits), so greedy tokens match the CPU backend.
+// - No host work per layer: each window shape (rows, output rows) is captured once as a CUDA graph whose
+//   first node copies the window's tokens/positions/slots from pinned memory; later windows replay it.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include "engine/core/backend.hpp"
+#include "engine/model/weights.hpp"
+
+namespace strata {
+
+struct CudaBackendOptions {
+  int max_slots = 4;            // upper bound; the KV budget may allow fewer (info().max_slots says)
+  int max_context = 4096;       // positions per slot
+  double kv_cache_gb = 0.0;     // > 0: the KV arena's size in GB (1e9 bytes)
+  double gpu_memory_fraction = 0.0;  // > 0 (and kv_cache_gb == 0): KV takes what is left of this fraction of
+                                     // the GPU's memory after weights and workspace; both 0: max_slots slots
+  int device = 0;
+  // Additive knobs (defaults are what the server uses).
+  int max_window_rows = 512;    // the largest window one call accepts (sizes the workspace)
+  int max_output_rows = 64;     // rows with logits per graph replay; larger windows run as several replays
+  int gemm_min_rows = 65;       // windows with at least this many rows use cuBLAS (bf16 activations)
+  bool round_weights_to_bf16 = false;  // f16/f32 checkpoints: round matrices to bf16 (half the memory)
+                                       // instead of keeping their exact values in fp32
+  DType rope_freq_dtype = DType::F32;  // as CpuBackendOptions: only reference-parity checks change it
+};
+
+// What startup allocated, for logs and /metrics.
+struct CudaMemoryReport {
+  size_t weights_bytes = 0;
+  size_t kv_bytes = 0;
+  size_t workspace_bytes = 0;
+  size_t free_bytes = 0;   // after all of the above
+  size_t total_bytes = 0;
+};
+
+class CudaBackend : public Backend {
+ public:
+  // Uploads the weights (progress logged), allocates the KV arena once and the workspace. Throws
+  // strata::Error on bad options, no usable device, or a budget that holds no slot.
+  CudaBackend(const Model& model, CudaBackendOptions options);
+  ~CudaBackend() override;
+
+  BackendInfo info() const override;
+  SlotId open_slot() override;
+  void reset_slot(SlotId slot) override;
+  void close_slot(SlotId slot) override;
+  void set_sampling(SlotId slot, const SamplingParams& params) override;
+  // Same window rules and error messages as the CPU backend; throws before any state changes.
+  std::vector<RowResult> run_window(const Window& window) override;
+  void commit(SlotId slot, int n_keep) override;
+  void release() override;
+
+  CudaMemoryReport memory() const;
+  int graphs_captured() const;    // window shapes captured so far (tests, metrics)
+  std::string device_name() const;
+
+  // How many CUDA devices are visible; 0 when there is no driver or no GPU (never throws): --device auto.
+  static int device_count();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata

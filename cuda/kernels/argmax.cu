@@ -1,0 +1,62 @@
+// The greedy pick on the device, with engine/sampling's argmax_token rule: the largest value, the lowest id
+// among equals, NaN never wins (every comparison with it is false), token 0 when no value is above -inf.
+// The winner of a max with that tie rule is unique, so the reduction order cannot change the answer.
+#include <cfloat>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/kernels/kernels.hpp"
+
+namespace strata {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+
+__device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
+  return v > bv || (v == bv && i < bi);
+}
+
+__global__ void __launch_bounds__(kThreads) argmax_kernel(const float* __restrict__ logits, int vocab,
+                                                          int* __restrict__ picks) {
+  __shared__ float sv[kThreads / 32];
+  __shared__ int si[kThreads / 32];
+  const float* z = logits + size_t(blockIdx.x) * vocab;
+  float bv = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = z[i];
+    if (better(v, i, bv, bi)) bv = v, bi = i;
+  }
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) sv[warp] = bv, si[warp] = bi;
+  __syncthreads();
+  if (warp == 0) {
+    bv = lane < kThreads / 32 ? sv[lane] : -INFINITY;
+    bi = lane < kThreads / 32 ? si[lane] : 0x7fffffff;
+#pragma unroll
+    for (int o = 16; o >= 1; o /= 2) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
+    }
+    // Only -inf (or NaN) everywhere leaves bv at -inf: the host rule answers token 0 then.
+    if (lane == 0) picks[blockIdx.x] = bv > -INFINITY ? bi : 0;
+  }
+}
+
+}  // namespace
+
+void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream) {
+  if (rows <= 0) return;
+  argmax_kernel<<<rows, kThreads, 0, stream>>>(logits, vocab, picks);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace cuda
+}  // namespace strata

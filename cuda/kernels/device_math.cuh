@@ -1,0 +1,42 @@
+// Small device helpers shared by the kernels: exact bf16 widening/rounding and fixed-order reductions.
+#pragma once
+#include <cuda_bf16.h>
+#include <cstdint>
+
+namespace strata {
+namespace cuda {
+
+// bf16 -> fp32 is exact: the bf16 bits are the top half of the float.
+__device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+
+__device__ __forceinline__ __nv_bfloat16 to_bf16(float f) { return __float2bfloat16_rn(f); }
+
+// Butterfly sum over a warp: every lane ends with the same value, and the pairing is fixed, so the result
+// depends only on the 32 inputs.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum over a block of blockDim.x threads (a multiple of 32, at most 1024) in a fixed tree: warp butterflies,
+// then the warp sums in warp order. `scratch` holds 32 floats. Every thread gets the result.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float t = 0.0f;
+  if (warp == 0) {
+    t = lane < warps ? scratch[lane] : 0.0f;
+    t = warp_sum(t);
+    if (lane == 0) scratch[0] = t;
+  }
+  __syncthreads();
+  return scratch[0];
+}
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,0 +1,40 @@
+// Embedding gather: each row's token selects one table row, widened exactly to fp32 (the residual stream's
+// type). Token ids were range-checked on the host before the window's metadata was uploaded.
+#include <cuda_bf16.h>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/kernels.hpp"
+
+namespace strata {
+namespace cuda {
+namespace {
+
+__global__ void embedding_bf16(const __nv_bfloat16* __restrict__ table, int hidden, const int* __restrict__ tokens,
+                               float* __restrict__ x) {
+  const int r = blockIdx.x;
+  const __nv_bfloat16* src = table + size_t(tokens[r]) * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = __bfloat162float(src[i]);
+}
+
+__global__ void embedding_f32(const float* __restrict__ table, int hidden, const int* __restrict__ tokens,
+                              float* __restrict__ x) {
+  const int r = blockIdx.x;
+  const float* src = table + size_t(tokens[r]) * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = src[i];
+}
+
+}  // namespace
+
+void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
+                      cudaStream_t stream) {
+  if (rows <= 0) return;
+  if (t == WType::BF16)
+    embedding_bf16<<<rows, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(table), hidden, tokens, x);
+  else
+    embedding_f32<<<rows, 256, 0, stream>>>(static_cast<const float*>(table), hidden, tokens, x);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,0 +1,96 @@
+// Launchers for the device kernels, one .cu file per idea. Plain pointers and a stream: the forward pass
+// (forward.cpp) calls them while a stream is being captured into a window graph, so none of them allocates,
+// synchronizes or reads device memory on the host. Each checks its launch (STRATA_CUDA_CHECK_LAUNCH).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace strata {
+namespace cuda {
+
+// How a weight matrix is stored on the device: bf16, or fp32 holding an f16/f32 checkpoint's exact values.
+enum class WType { BF16, F32 };
+
+// x[r][:] = table[tokens[r]][:] widened to fp32.
+void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
+                      cudaStream_t stream);
+
+// For output row i with source row s = row_map ? row_map[i] : i: v = x[s] + (delta[s] + bias) (delta and
+// bias optional), x[s] = v when write_back, y[i] = weight * (v * rsqrt-free 1/sqrt(mean(v^2) + eps)) and,
+// when y16 is set, its bf16 rounding (the GEMM path's input). The residual add is fused into the norm so
+// the residual stream makes one trip through memory per sub-layer.
+void launch_add_rmsnorm(float* x, const float* delta, const float* bias, const float* weight, const int* row_map,
+                        int rows, int n, float eps, bool write_back, float* y, void* y16, cudaStream_t stream);
+
+struct KvLayout {
+  float* k = nullptr;         // [slot][layer][position][kv_dim]
+  float* v = nullptr;
+  size_t slot_stride = 0;     // floats per slot
+  size_t layer_offset = 0;    // floats to this layer inside a slot
+  int kv_dim = 0;
+};
+
+struct QkvRopeParams {
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  const float* bias = nullptr;    // [q_dim + 2 kv_dim] or null (Qwen2)
+  const float* q_norm = nullptr;  // [head_dim] or null (Qwen3)
+  const float* k_norm = nullptr;
+  float eps = 1e-6f;
+  const float* cos = nullptr;     // [max_context][head_dim / 2], the CPU backend's table
+  const float* sin = nullptr;
+  const int* pos = nullptr;       // per row
+  const int* slot = nullptr;      // per row
+  KvLayout kv;
+};
+
+// In place on qkv rows [q | k | v] (fp32): bias, per-head q/k RMSNorm, rotate-half RoPE on q and k; then k
+// and v of each row are stored into the row's slot at the row's position.
+void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, cudaStream_t stream);
+
+// Attention's split of a row's history: every row attends over positions [0, pos] in splits of
+// kAttnSplit positions at fixed boundaries (multiples of kAttnSplit), each split walked in tiles of
+// kAttnTile positions with an online softmax; splits are then merged in order. The arithmetic of a row
+// depends on its position and its slot's KV alone, never on the window.
+constexpr int kAttnSplit = 512;
+constexpr int kAttnTile = 32;
+constexpr int kAttnQueryTile = 16;  // rows of one slot at consecutive positions that share K/V tile loads
+
+struct AttentionParams {
+  const float* qkv = nullptr;  // q at the start of each row
+  int qkv_stride = 0;
+  KvLayout kv;
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  const int* pos = nullptr;
+  const int* slot = nullptr;
+  const int* tile_first = nullptr;  // per query tile: its first row
+  const int* tile_rows = nullptr;   // per query tile: 1..kAttnQueryTile rows
+  const int* n_tiles = nullptr;     // device scalar
+  int max_tiles = 0;                // grid bound (this graph's worst case)
+  int max_splits = 0;               // ceil(max_context / kAttnSplit)
+  int rows = 0;
+  float* part_acc = nullptr;        // [rows][n_heads][max_splits][head_dim]
+  float* part_ml = nullptr;         // [rows][n_heads][max_splits][2]
+  float* out = nullptr;             // [rows][n_heads * head_dim]
+  void* out16 = nullptr;            // optional bf16 copy
+};
+
+size_t attention_smem_bytes(int head_dim);
+void launch_attention(const AttentionParams& p, cudaStream_t stream);
+
+// act[r][i] = silu(gate) * up with gu rows [gate | up]; act16 optional bf16 copy.
+void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream);
+
+// y[r][j] = sum_i w[j][i] * x[r][i] for r < rows, j < n (x rows of k floats, y rows of n floats). The skinny
+// kernel: one warp per output element, 16-byte weight loads, weights read once per 16 rows, fp32 FMAs in an
+// order fixed by k alone (lane l takes vectors l, l + 32, ...; then a butterfly over the warp), so a row's
+// result does not depend on how many rows share the launch.
+void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream);
+
+// picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
+// when nothing is above -inf (engine/sampling's argmax_token rule).
+void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,0 +1,124 @@
+// The skinny matmul for decode and verify windows (launch_matvec in kernels.hpp). Decode is memory-bound:
+// the weights stream through once per 16 rows with 16-byte non-allocating loads while the activations (a
+// few KB per row) stay in L1/L2. Per output element the arithmetic is: lane l of the warp accumulates, with
+// fp32 FMAs, the 16-byte weight vectors l, l + 32, l + 64, ... in order (elements of a vector in order), then
+// the warp butterfly adds the 32 lane sums. That order is a function of k only, so the same row gives the same
+// bits in a tile of 1, 2, 4, 8 or 16 rows.
+#include <cuda_bf16.h>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/kernels.hpp"
+
+namespace strata {
+namespace cuda {
+namespace {
+
+constexpr int kWarps = 8;  // output elements per block
+constexpr int kMaxTile = 16;
+
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+template <class W>
+struct Vec;
+
+template <>
+struct Vec<__nv_bfloat16> {
+  static constexpr int n = 8;
+  __device__ static void unpack(const uint4& u, float* f) {
+    f[0] = bf16_lo(u.x), f[1] = bf16_hi(u.x), f[2] = bf16_lo(u.y), f[3] = bf16_hi(u.y);
+    f[4] = bf16_lo(u.z), f[5] = bf16_hi(u.z), f[6] = bf16_lo(u.w), f[7] = bf16_hi(u.w);
+  }
+};
+
+template <>
+struct Vec<float> {
+  static constexpr int n = 4;
+  __device__ static void unpack(const uint4& u, float* f) {
+    f[0] = __uint_as_float(u.x), f[1] = __uint_as_float(u.y), f[2] = __uint_as_float(u.z),
+    f[3] = __uint_as_float(u.w);
+  }
+};
+
+template <class W, int RT>
+__global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict__ w, int n, int k,
+                                                             const float* __restrict__ x, int rows,
+                                                             float* __restrict__ y) {
+  constexpr int V = Vec<W>::n;
+  const int lane = threadIdx.x & 31;
+  const int j = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (j >= n) return;
+  const int r0 = blockIdx.y * RT;
+  const int nr = min(RT, rows - r0);
+  const uint4* wrow = reinterpret_cast<const uint4*>(w + size_t(j) * k);
+  const int nvec = k / V;
+  float acc[RT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
+#pragma unroll 4
+  for (int v = lane; v < nvec; v += 32) {
+    float wf[V];
+    Vec<W>::unpack(load_stream(wrow + v), wf);
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+      if (r < nr) {
+        const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
+        float a = acc[r];
+#pragma unroll
+        for (int q = 0; q < V / 4; ++q) {
+          const float4 xv = __ldg(xr + q);
+          a = __fmaf_rn(wf[4 * q + 0], xv.x, a);
+          a = __fmaf_rn(wf[4 * q + 1], xv.y, a);
+          a = __fmaf_rn(wf[4 * q + 2], xv.z, a);
+          a = __fmaf_rn(wf[4 * q + 3], xv.w, a);
+        }
+        acc[r] = a;
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+    const float s = warp_sum(acc[r]);
+    if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = s;
+  }
+}
+
+template <class W, int RT>
+void launch_tile(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  const dim3 grid((n + kWarps - 1) / kWarps, (rows + RT - 1) / RT);
+  matvec_kernel<W, RT><<<grid, kWarps * 32, 0, stream>>>(static_cast<const W*>(w), n, k, x, rows, y);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+template <class W>
+void launch_typed(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  // The tile only decides how many rows share a weight load; each row's arithmetic is the same in all of them.
+  if (rows <= 1) return launch_tile<W, 1>(w, n, k, x, rows, y, stream);
+  if (rows <= 2) return launch_tile<W, 2>(w, n, k, x, rows, y, stream);
+  if (rows <= 4) return launch_tile<W, 4>(w, n, k, x, rows, y, stream);
+  if (rows <= 8) return launch_tile<W, 8>(w, n, k, x, rows, y, stream);
+  return launch_tile<W, kMaxTile>(w, n, k, x, rows, y, stream);
+}
+
+}  // namespace
+
+void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  if (rows <= 0 || n <= 0) return;
+  const int vec = t == WType::BF16 ? 8 : 4;
+  if (k % vec != 0)
+    throw Error("cuda matvec: inner dimension " + std::to_string(k) + " is not a multiple of " +
+                std::to_string(vec) + " (16-byte weight loads)");
+  if (t == WType::BF16)
+    launch_typed<__nv_bfloat16>(w, n, k, x, rows, y, stream);
+  else
+    launch_typed<float>(w, n, k, x, rows, y, stream);
+}
+
+}  // namespace cuda
+}  // namespace strata
