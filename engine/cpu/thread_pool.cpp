@@ -41,13 +41,19 @@ void ThreadPool::worker(int index) {
       n = job_n_;
       parts = parts_;
     }
+    std::exception_ptr err;
     if (index < parts) {
       int b, e;
       part_range(n, parts, index, &b, &e);
-      if (b < e) (*job)(b, e);
+      try {
+        if (b < e) (*job)(b, e);
+      } catch (...) {
+        err = std::current_exception();
+      }
     }
     {
       std::lock_guard<std::mutex> lk(mu_);
+      if (err && !error_) error_ = err;
       if (--pending_ == 0) done_cv_.notify_one();
     }
   }
@@ -71,9 +77,17 @@ void ThreadPool::parallel_for(int n, const std::function<void(int, int)>& fn) {
   start_cv_.notify_all();
   int b, e;
   part_range(n, parts, 0, &b, &e);
-  fn(b, e);
+  std::exception_ptr err;
+  try {
+    fn(b, e);
+  } catch (...) {
+    err = std::current_exception();
+  }
   std::unique_lock<std::mutex> lk(mu_);
   done_cv_.wait(lk, [&] { return pending_ == 0; });
+  if (!err) err = error_;
+  error_ = nullptr;
+  if (err) std::rethrow_exception(err);
 }
 
 }  // namespace cpu

@@ -3,6 +3,7 @@
 // from exactly one task, with that element's fixed order of operations.
 #pragma once
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -19,7 +20,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return int(workers_.size()) + 1; }
-  // Runs fn(begin, end) over parts of [0, n) on all threads and returns when every part is done.
+  // Runs fn(begin, end) over parts of [0, n) on all threads and returns when every part is done. An exception
+  // from any part (e.g. bad_alloc) is rethrown here, after all parts have stopped, instead of ending the
+  // process from a worker thread.
   void parallel_for(int n, const std::function<void(int, int)>& fn);
 
  private:
@@ -33,6 +36,7 @@ class ThreadPool {
   int parts_ = 0;
   long generation_ = 0;
   int pending_ = 0;
+  std::exception_ptr error_;
   bool stop_ = false;
 };
 

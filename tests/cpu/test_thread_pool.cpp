@@ -1,5 +1,6 @@
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <stdexcept>
 
 #include "engine/cpu/thread_pool.hpp"
 
@@ -28,4 +29,21 @@ TEST_CASE("parallel_for returns only after every part has finished") {
     pool.parallel_for(4, [&](int b, int e) { done += e - b; });
     CHECK(done == 4);
   }
+}
+
+TEST_CASE("an exception in any part reaches the caller after every part has stopped, and the pool stays usable") {
+  ThreadPool pool(3);
+  for (int bad_part : {0, 1, 2}) {
+    std::atomic<int> finished{0};
+    CHECK_THROWS_WITH(pool.parallel_for(3,
+                                        [&](int b, int) {
+                                          if (b == bad_part) throw std::runtime_error("part failed");
+                                          finished++;
+                                        }),
+                      "part failed");
+    CHECK(finished == 2);
+  }
+  std::atomic<int> sum{0};
+  pool.parallel_for(10, [&](int b, int e) { sum += e - b; });
+  CHECK(sum == 10);
 }

@@ -1,5 +1,7 @@
 // The safetensors reader on files written byte by byte: good, sharded, truncated, corrupt, bad offsets.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 
 #include "engine/model/weights.hpp"
 #include "tests/model/safetensors_writer.hpp"
@@ -129,4 +131,38 @@ TEST_CASE("a directory without safetensors says what it looked for") {
   const std::string d = scratch_dir("st_empty");
   CHECK_THROWS_WITH(Checkpoint::open_dir(d), Contains("no model.safetensors or model.safetensors.index.json"));
   CHECK_THROWS_WITH(Checkpoint::open_file(d + "/absent.safetensors"), Contains("absent.safetensors: file missing"));
+}
+
+TEST_CASE("every truncation of a good file is an error, and header corruption never escapes as a crash") {
+  const std::string d = scratch_dir("st_every_cut");
+  const std::string good = d + "/good.safetensors", cut = d + "/cut.safetensors";
+  write_safetensors(good, {f32_tensor("a", {3}), FakeTensor{"b", "F16", {2}, {0, 0x3c, 0, 0xc0}}});
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    write_text(cut, bytes.substr(0, n));
+    INFO("cut at " << n << " of " << bytes.size());
+    CHECK_THROWS_AS(Checkpoint::open_file(cut), Error);
+  }
+  // Flipping any single header byte either still parses to in-range views or is a strata::Error.
+  size_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | uint8_t(bytes[size_t(i)]);
+  const size_t header_end = 8 + header_len;
+  REQUIRE(header_end < bytes.size());
+  int rejected = 0;
+  for (size_t i = 8; i < header_end; ++i) {
+    std::string b = bytes;
+    b[i] = char(b[i] ^ 0x5a);
+    write_text(cut, b);
+    try {
+      auto ck = Checkpoint::open_file(cut);
+      for (const auto& kv : ck->tensors()) CHECK(kv.second.to_f32().size() == size_t(kv.second.numel()));
+    } catch (const Error&) {
+      ++rejected;
+    }
+  }
+  CHECK(rejected > 0);
 }
