@@ -2,6 +2,7 @@
 // request into the template's variables (issue: chat templates). Public face only.
 #pragma once
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -29,11 +30,15 @@ class JinjaTemplate {
                                                       TemplateLimits limits = {});  // throws TemplateError
   // Renders with `context` as the global variables (JSON values map to Python values).
   std::string render(const nlohmann::json& context) const;  // throws TemplateError / TemplateRaise
+  // Same, keeping the document's key order (nlohmann::json sorts object keys; Python keeps them, and
+  // `tojson` output shows the difference).
+  std::string render_ordered(const nlohmann::ordered_json& context) const;
   struct Program;
   ~JinjaTemplate();
 
  private:
   JinjaTemplate() = default;
+  friend class ChatTemplate;  // renders prebuilt values without a JSON round trip
   std::unique_ptr<Program> program_;
   TemplateLimits limits_;
 };
@@ -52,6 +57,11 @@ class ChatTemplate {
   explicit ChatTemplate(const std::string& source);  // throws TemplateError
   std::string render(const nlohmann::json& messages, const nlohmann::json& tools,
                      const ChatTemplateOptions& options) const;
+  // Same, for a request parsed as ordered_json: tools and tool-call arguments keep their key order, so
+  // `tools | tojson` matches Python byte for byte.
+  std::string render_ordered(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                             const ChatTemplateOptions& options) const;
+  bool arguments_as_objects() const { return arguments_as_objects_; }
 
  private:
   std::shared_ptr<const JinjaTemplate> tpl_;
