@@ -82,53 +82,107 @@ TokenId argmax_token(const float* z, int vocab) {
   return best;
 }
 
-std::vector<Candidate> sampling_candidates(const float* z, int vocab, const SamplingParams& p) {
-  struct Item {
-    TokenId id;
-    float z;
-  };
-  std::vector<Item> items;
-  items.reserve(size_t(vocab));
-  for (int i = 0; i < vocab; ++i)
-    if (std::isfinite(z[i])) items.push_back({i, z[i]});
-  if (items.empty()) return {};
-  auto before = [](const Item& a, const Item& b) { return a.z > b.z || (a.z == b.z && a.id < b.id); };
-  if (p.top_k > 0 && size_t(p.top_k) < items.size()) {
-    std::nth_element(items.begin(), items.begin() + (p.top_k - 1), items.end(), before);
-    items.resize(size_t(p.top_k));
-  }
-  std::sort(items.begin(), items.end(), before);
+namespace {
 
-  // Weights relative to the top logit: exp((z - z_max) / T) is 1 for the top token, so min_p compares directly.
-  const double inv_t = 1.0 / double(p.temperature);
-  const double z_max = items.front().z;
-  std::vector<double> w(items.size());
-  double total = 0.0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    w[i] = std::exp((double(items[i].z) - z_max) * inv_t);
-    total += w[i];
-  }
-  size_t keep = items.size();
-  if (p.top_p < 1.0f) {
-    const double target = double(p.top_p) * total;
-    double cum = 0.0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      cum += w[i];
-      if (cum >= target) {
-        keep = i + 1;
-        break;
+struct Item {
+  TokenId id;
+  float z;
+  double w;  // exp((z - z_max) / T): 1 for the top token
+};
+
+inline bool ranks_before(const Item& a, const Item& b) { return a.z > b.z || (a.z == b.z && a.id < b.id); }
+
+// The kept candidates of one pick, sorted lazily: a draw usually stops within the first few dozen tokens,
+// so only that prefix of a 150k vocabulary is ever put in order. Whole-set sums run in token-id order and
+// cumulative sums in rank order over a prefix, so the result is the same however much got sorted.
+class Candidates {
+ public:
+  // Buffers are per thread and reused: a pick over a 150k vocabulary otherwise spends more time faulting in
+  // fresh megabytes than computing.
+  Candidates(const float* z, int vocab, const SamplingParams& p)
+      : by_id_(scratch(0)), ranked_(scratch(1)) {
+    by_id_.clear();
+    for (int i = 0; i < vocab; ++i)
+      if (std::isfinite(z[i])) by_id_.push_back({i, z[i], 0.0});
+    if (by_id_.empty()) return;
+    if (p.top_k > 0 && size_t(p.top_k) < by_id_.size()) {
+      std::vector<Item>& tmp = scratch(2);
+      tmp = by_id_;
+      std::nth_element(tmp.begin(), tmp.begin() + (p.top_k - 1), tmp.end(), ranks_before);
+      const Item kth = tmp[size_t(p.top_k - 1)];
+      by_id_.erase(std::remove_if(by_id_.begin(), by_id_.end(), [&](const Item& x) { return ranks_before(kth, x); }),
+                   by_id_.end());
+    }
+    float z_max = by_id_.front().z;
+    for (const Item& x : by_id_) z_max = std::max(z_max, x.z);
+    const double inv_t = 1.0 / double(p.temperature);
+    double total = 0.0;
+    for (Item& x : by_id_) {
+      x.w = std::exp((double(x.z) - double(z_max)) * inv_t);
+      total += x.w;
+    }
+    ranked_.assign(by_id_.begin(), by_id_.end());
+
+    size_t keep = by_id_.size();
+    if (p.min_p > 0.0f) {
+      // Weights fall along the ranking, so the tokens at or above min_p are a prefix of it.
+      size_t n = 0;
+      for (const Item& x : by_id_) n += x.w >= double(p.min_p);
+      keep = std::max<size_t>(n, 1);
+    }
+    if (p.top_p < 1.0f) {
+      const double target = double(p.top_p) * total;
+      double cum = 0.0;
+      for (size_t i = 0; i < keep; ++i) {
+        cum += rank(i).w;
+        if (cum >= target) {
+          keep = i + 1;
+          break;
+        }
       }
     }
+    keep_ = keep;
+    if (keep_ == by_id_.size()) {
+      kept_total_ = total;
+    } else {
+      const Item last = rank(keep_ - 1);
+      for (const Item& x : by_id_)
+        if (!ranks_before(last, x)) kept_total_ += x.w;
+    }
   }
-  if (p.min_p > 0.0f) {
-    size_t n = 0;
-    while (n < keep && w[n] >= double(p.min_p)) ++n;
-    keep = std::max<size_t>(n, 1);
+
+  size_t size() const { return keep_; }
+  // The i-th kept candidate in rank order (i < size()).
+  const Item& rank(size_t i) {
+    if (i >= sorted_) {
+      size_t m = std::min(ranked_.size(), std::max<size_t>(2 * i + 1, 32));
+      std::nth_element(ranked_.begin() + long(sorted_), ranked_.begin() + long(m) - 1, ranked_.end(), ranks_before);
+      std::sort(ranked_.begin() + long(sorted_), ranked_.begin() + long(m), ranks_before);
+      sorted_ = m;
+    }
+    return ranked_[i];
   }
-  double kept = 0.0;
-  for (size_t i = 0; i < keep; ++i) kept += w[i];
-  std::vector<Candidate> out(keep);
-  for (size_t i = 0; i < keep; ++i) out[i] = {items[i].id, w[i] / kept};
+  double prob(size_t i) { return rank(i).w / kept_total_; }
+
+ private:
+  static std::vector<Item>& scratch(int i) {
+    thread_local std::vector<Item> buffers[3];
+    return buffers[i];
+  }
+
+  std::vector<Item>& by_id_;   // the top_k survivors, in id order
+  std::vector<Item>& ranked_;  // the same, ranks [0, sorted_) in final order
+  size_t sorted_ = 0;
+  size_t keep_ = 0;
+  double kept_total_ = 0.0;
+};
+
+}  // namespace
+
+std::vector<Candidate> sampling_candidates(const float* z, int vocab, const SamplingParams& p) {
+  Candidates c(z, vocab, p);
+  std::vector<Candidate> out;
+  for (size_t i = 0; i < c.size(); ++i) out.push_back({c.rank(i).id, c.prob(i)});
   return out;
 }
 
@@ -142,12 +196,20 @@ TokenId draw_candidate(const std::vector<Candidate>& c, double u) {
 }
 
 TokenId pick_token(const float* logits, int vocab, const SamplingParams& p, TokenHistory h, int32_t pos) {
-  std::vector<float> z(logits, logits + vocab);
+  thread_local std::vector<float> z;
+  z.assign(logits, logits + vocab);
   apply_logit_processors(z.data(), vocab, p, h);
   if (p.greedy()) return argmax_token(z.data(), vocab);
-  std::vector<Candidate> c = sampling_candidates(z.data(), vocab, p);
-  if (c.empty()) return argmax_token(z.data(), vocab);
-  return draw_candidate(c, philox_uniform(p.seed, uint64_t(uint32_t(pos))));
+  Candidates c(z.data(), vocab, p);
+  if (c.size() == 0) return argmax_token(z.data(), vocab);
+  // The same walk as draw_candidate over sampling_candidates, stopping as soon as the draw is decided.
+  const double u = philox_uniform(p.seed, uint64_t(uint32_t(pos)));
+  double cum = 0.0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    cum += c.prob(i);
+    if (u < cum) return c.rank(i).id;
+  }
+  return c.rank(c.size() - 1).id;
 }
 
 }  // namespace strata

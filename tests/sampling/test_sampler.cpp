@@ -225,3 +225,27 @@ TEST_CASE("invalid sampling settings are rejected naming the field") {
                     Contains("suppressed"));
   CHECK_NOTHROW(validate_sampling_params(SamplingParams{}, 10));
 }
+
+TEST_CASE("on a large vocabulary the stop-early draw equals the walk over the full candidate list") {
+  const int V = 20000;
+  std::vector<float> z(static_cast<size_t>(V));
+  for (int i = 0; i < V; ++i) z[size_t(i)] = float(std::sin(i * 12.9898) * 4.0);  // many near-equal logits
+  z[77] = z[78] = 4.5f;                                                           // an exact tie on top
+  for (float top_p : {1.0f, 0.95f, 0.3f})
+    for (float min_p : {0.0f, 0.02f})
+      for (int top_k : {0, 5000}) {
+        SamplingParams p = sampled(1.3f);
+        p.top_p = top_p;
+        p.min_p = min_p;
+        p.top_k = top_k;
+        p.seed = 11;
+        const auto c = sampling_candidates(z.data(), V, p);
+        INFO("top_p " << top_p << " min_p " << min_p << " top_k " << top_k << " kept " << c.size());
+        double sum = 0;
+        for (const auto& x : c) sum += x.prob;
+        CHECK(sum == Approx(1.0).epsilon(1e-9));
+        CHECK(c[0].token == 77);
+        for (int pos = 0; pos < 100; ++pos)
+          CHECK(pick_token(z.data(), V, p, {}, pos) == draw_candidate(c, philox_uniform(11, uint64_t(pos))));
+      }
+}
