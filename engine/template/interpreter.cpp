@@ -338,7 +338,7 @@ Value Interpreter::invoke_macro(const MacroStmt& m, const std::shared_ptr<Scope>
       if (m.params[i].second) frame->set(m.params[i].first, eval(*m.params[i].second));
       else frame->set(m.params[i].first, Value::undefined("parameter '" + m.params[i].first + "' was not provided"));
     }
-    frame->set("varargs", Value::list(std::move(varargs)));
+    frame->set("varargs", Value::list(std::move(varargs), true));
     frame->set("kwargs", Value::dict(kwargs));
     out_ = &buffer;
     exec(m.body);
