@@ -13,97 +13,152 @@ namespace strata {
 
 using nlohmann::json;
 
+namespace {
+const char* const kWhat = "model BPE";
+}
+
 BpeModel BpeModel::from_json(const json& m) {
-  const std::string what = "model BPE";
-  BpeModel b;
-  const json& vocab = field(m, "vocab", what);
-  if (!vocab.is_object()) throw Error(what + ": \"vocab\" must be an object of token -> id");
-  b.vocab_.reserve(vocab.size() * 2);
-  TokenId max_id = -1;
+  const json& vocab = field(m, "vocab", kWhat);
+  if (!vocab.is_object()) throw Error(std::string(kWhat) + ": \"vocab\" must be an object of token -> id");
+  VocabEntries entries;
+  entries.reserve(vocab.size());
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<long long>() < 0 ||
         it.value().get<long long>() > INT32_MAX)
-      throw Error(what + ": vocab entry \"" + it.key() + "\" must have a non-negative integer id");
-    const TokenId id = it.value().get<TokenId>();
-    b.vocab_.emplace(it.key(), id);
-    max_id = std::max(max_id, id);
+      throw Error(std::string(kWhat) + ": vocab entry \"" + it.key() + "\" must have a non-negative integer id");
+    entries.emplace_back(it.key(), it.value().get<TokenId>());
   }
+  const json& merges = field(m, "merges", kWhat);
+  if (!merges.is_array()) throw Error(std::string(kWhat) + ": \"merges\" must be an array");
+  auto source = [&](const MergeVisitor& visit) {
+    size_t n = 0;
+    for (const auto& mj : merges) {
+      const std::string at = std::string(kWhat) + ": merge #" + std::to_string(n++);
+      if (mj.is_string()) {
+        const std::string& s = mj.get_ref<const std::string&>();
+        const size_t sp = s.find(' ');
+        if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+          throw Error(at + " \"" + s + "\" is not \"left right\"");
+        visit(std::string_view(s).substr(0, sp), std::string_view(s).substr(sp + 1));
+      } else if (mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string()) {
+        visit(mj[0].get_ref<const std::string&>(), mj[1].get_ref<const std::string&>());
+      } else {
+        throw Error(at + " must be \"a b\" or [\"a\", \"b\"]");
+      }
+    }
+  };
+  return build(m, std::move(entries), source);
+}
+
+BpeModel BpeModel::build(const json& m, VocabEntries vocab, const MergeSource& merges) {
+  const std::string what = kWhat;
+  BpeModel b;
+  TokenId max_id = -1;
+  for (const auto& e : vocab) max_id = std::max(max_id, e.second);
   b.id_to_token_.assign(size_t(max_id + 1), std::string());
-  for (const auto& [tok, id] : b.vocab_) b.id_to_token_[size_t(id)] = tok;
+  std::vector<bool> seen(size_t(max_id + 1), false);
+  for (auto& [tok, id] : vocab) {
+    if (seen[size_t(id)]) throw Error(what + ": id " + std::to_string(id) + " is given to two vocab entries");
+    seen[size_t(id)] = true;
+    b.id_to_token_[size_t(id)] = std::move(tok);
+  }
+  b.vocab_.reserve(vocab.size());
+  for (const auto& e : vocab) b.vocab_.insert(b.id_to_token_, e.second);
 
   b.byte_fallback_ = bool_field(m, "byte_fallback", what, false);
   b.fuse_unk_ = bool_field(m, "fuse_unk", what, false);
   b.ignore_merges_ = bool_field(m, "ignore_merges", what, false);
   b.continuing_subword_prefix_ = string_field(m, "continuing_subword_prefix", what, "");
   b.end_of_word_suffix_ = string_field(m, "end_of_word_suffix", what, "");
-  if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].is_number() &&
-      m["dropout"].get<double>() > 0.0)
+  if (m.contains("dropout") && m["dropout"].is_number() && m["dropout"].get<double>() > 0.0)
     throw Error(what + ": dropout is not supported (it makes encoding random)");
   const std::string unk = string_field(m, "unk_token", what, "");
   if (!unk.empty()) {
-    auto it = b.vocab_.find(unk);
-    if (it != b.vocab_.end()) b.unk_ = it->second;
+    const int32_t id = b.vocab_.find(b.id_to_token_, unk);
+    if (id >= 0) b.unk_ = id;
   }
   for (int i = 0; i < 256; ++i) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", i);
-    auto it = b.vocab_.find(name);
-    b.byte_ids_[size_t(i)] = it == b.vocab_.end() ? -1 : it->second;
+    b.byte_ids_[size_t(i)] = b.vocab_.find(b.id_to_token_, name);
   }
 
-  const json& merges = field(m, "merges", what);
-  if (!merges.is_array()) throw Error(what + ": \"merges\" must be an array");
-  b.merges_.reserve(merges.size() * 2);
-  const size_t prefix_len = b.continuing_subword_prefix_.size();
+  b.merges_.reserve(b.id_to_token_.size() * 2);
+  const std::string& prefix = b.continuing_subword_prefix_;
+  std::string merged;
   int32_t rank = 0;
-  for (const auto& mj : merges) {
-    std::string left, right;
-    if (mj.is_string()) {
-      const std::string& s = mj.get_ref<const std::string&>();
-      const size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        throw Error(what + ": merge #" + std::to_string(rank) + " \"" + s + "\" is not \"left right\"");
-      left = s.substr(0, sp);
-      right = s.substr(sp + 1);
-    } else if (mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string()) {
-      left = mj[0].get<std::string>();
-      right = mj[1].get<std::string>();
-    } else {
-      throw Error(what + ": merge #" + std::to_string(rank) + " must be \"a b\" or [\"a\", \"b\"]");
-    }
-    auto l = b.vocab_.find(left), r = b.vocab_.find(right);
-    if (l == b.vocab_.end() || r == b.vocab_.end())
-      throw Error(what + ": merge #" + std::to_string(rank) + " (\"" + left + "\", \"" + right +
-                  "\") uses a token missing from the vocab");
+  merges([&](std::string_view left, std::string_view right) {
+    const int32_t l = b.vocab_.find(b.id_to_token_, left), r = b.vocab_.find(b.id_to_token_, right);
+    if (l < 0 || r < 0)
+      throw Error(what + ": merge #" + std::to_string(rank) + " (\"" + std::string(left) + "\", \"" +
+                  std::string(right) + "\") uses a token missing from the vocab");
     // The right side of a merge carries the continuation prefix, which the merged token does not repeat.
-    std::string merged = left + (prefix_len && right.compare(0, prefix_len, b.continuing_subword_prefix_) == 0
-                                     ? right.substr(prefix_len)
-                                     : right);
-    auto res = b.vocab_.find(merged);
-    if (res == b.vocab_.end())
+    merged.assign(left.data(), left.size());
+    if (!prefix.empty() && right.substr(0, prefix.size()) == prefix) merged += right.substr(prefix.size());
+    else merged += right;
+    const int32_t res = b.vocab_.find(b.id_to_token_, merged);
+    if (res < 0)
       throw Error(what + ": merge #" + std::to_string(rank) + " gives \"" + merged + "\", missing from the vocab");
-    // The first occurrence of a pair wins, as a later duplicate could never fire first.
-    b.merges_.emplace(pair_key(l->second, r->second), Merge{rank, res->second});
+    // The first occurrence of a pair wins: a later duplicate could never fire first.
+    b.merges_.insert(pair_key(l, r), PairIndex::Value{rank, res});
     ++rank;
-  }
+  });
   return b;
 }
 
+void BpeModel::merge_small(std::vector<TokenId>& ids) const {
+  // Short words: keep the rank of every adjacent pair in an array and scan it for the minimum. Same
+  // order as the heap (lowest rank, then leftmost) without its bookkeeping.
+  constexpr int32_t kNone = INT32_MAX;
+  int32_t ranks[kSmallWord];
+  TokenId results[kSmallWord];
+  size_t n = ids.size();
+  auto rank_at = [&](size_t i) {
+    const PairIndex::Value* v = merges_.find(pair_key(ids[i], ids[i + 1]));
+    ranks[i] = v ? v->rank : kNone;
+    results[i] = v ? v->result : -1;
+  };
+  for (size_t i = 0; i + 1 < n; ++i) rank_at(i);
+  while (n > 1) {
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < n; ++i)
+      if (ranks[i] < ranks[best]) best = i;
+    if (ranks[best] == kNone) break;
+    ids[best] = results[best];
+    ids.erase(ids.begin() + std::ptrdiff_t(best) + 1);
+    // Pairs right of the merged one shift left by one (there are none when it was the last pair).
+    if (best + 2 < n - 1) {
+      std::copy(ranks + best + 2, ranks + n - 1, ranks + best + 1);
+      std::copy(results + best + 2, results + n - 1, results + best + 1);
+    }
+    --n;
+    if (best > 0) rank_at(best - 1);
+    if (best + 1 < n) rank_at(best);
+  }
+}
+
 std::optional<TokenId> BpeModel::token_to_id(std::string_view token) const {
-  auto it = vocab_.find(std::string(token));
-  if (it == vocab_.end()) return std::nullopt;
-  return it->second;
+  const int32_t id = vocab_.find(id_to_token_, token);
+  if (id < 0) return std::nullopt;
+  return id;
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) const {
   if (word.empty()) return;
   if (ignore_merges_ && end_of_word_suffix_.empty()) {
-    auto it = vocab_.find(std::string(word));
-    if (it != vocab_.end()) {
-      out.push_back(it->second);
+    const int32_t id = vocab_.find(id_to_token_, word);
+    if (id >= 0) {
+      out.push_back(id);
       return;
     }
   }
+  if (word.size() <= WordCache::kMaxWordBytes && cache_->lookup(word, out)) return;
+  const size_t mark = out.size();
+  encode_uncached(word, out);
+  cache_->store(word, out.data() + mark, out.size() - mark);
+}
+
+void BpeModel::encode_uncached(std::string_view word, std::vector<TokenId>& out) const {
   std::vector<TokenId> ids;
   ids.reserve(word.size());
   bool last_was_unk = false;
@@ -113,13 +168,18 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) con
     size_t n = utf8::sequence_length(word, pos);
     if (n == 0) n = 1;
     const bool first = pos == 0, last = pos + n >= word.size();
-    key.clear();
-    if (!first) key += continuing_subword_prefix_;
-    key.append(word.data() + pos, n);
-    if (last) key += end_of_word_suffix_;
-    auto it = vocab_.find(key);
-    if (it != vocab_.end()) {
-      ids.push_back(it->second);
+    int32_t id;
+    if ((first || continuing_subword_prefix_.empty()) && (!last || end_of_word_suffix_.empty())) {
+      id = vocab_.find(id_to_token_, word.substr(pos, n));
+    } else {
+      key.clear();
+      if (!first) key += continuing_subword_prefix_;
+      key.append(word.data() + pos, n);
+      if (last) key += end_of_word_suffix_;
+      id = vocab_.find(id_to_token_, key);
+    }
+    if (id >= 0) {
+      ids.push_back(id);
       last_was_unk = false;
     } else {
       bool done = false;
@@ -135,18 +195,28 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) con
       if (!done && unk_) {
         if (!(fuse_unk_ && last_was_unk)) ids.push_back(*unk_);
         last_was_unk = true;
+      } else if (!done) {
+        // No unk token: the character is dropped, but it still separates its neighbours (the
+        // reference merges around it, never across it).
+        ids.push_back(kDropped);
       }
     }
     pos += n;
   }
   merge_symbols(ids);
-  out.insert(out.end(), ids.begin(), ids.end());
+  for (TokenId id : ids)
+    if (id != kDropped) out.push_back(id);
 }
 
 void BpeModel::merge_symbols(std::vector<TokenId>& ids) const {
   if (ids.size() < 2) return;
+  if (ids.size() <= kSmallWord) {
+    merge_small(ids);
+    return;
+  }
   // Symbols form a doubly linked list; the heap holds candidate merges keyed (rank, position). A popped
-  // candidate is applied only if its two symbols are still the ones it was computed for.
+  // candidate is applied only if its two symbols are still the ones it was computed for, which makes
+  // the order exactly "lowest rank, then leftmost" over the current symbols.
   struct Sym {
     TokenId id;
     int prev, next;
@@ -157,18 +227,18 @@ void BpeModel::merge_symbols(std::vector<TokenId>& ids) const {
   struct Cand {
     int32_t rank;
     int pos;
-    TokenId left, right;
+    TokenId left, right, result;
     bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
   std::vector<Cand> storage;
-  storage.reserve(ids.size());
+  storage.reserve(ids.size() * 2);
   std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap(std::greater<Cand>(), std::move(storage));
   auto consider = [&](int i) {
     if (i < 0 || syms[size_t(i)].next < 0) return;
     const Sym& a = syms[size_t(i)];
     const Sym& b = syms[size_t(a.next)];
-    auto it = merges_.find(pair_key(a.id, b.id));
-    if (it != merges_.end()) heap.push({it->second.rank, i, a.id, b.id});
+    if (const PairIndex::Value* v = merges_.find(pair_key(a.id, b.id)))
+      heap.push({v->rank, i, a.id, b.id, v->result});
   };
   for (size_t i = 0; i + 1 < ids.size(); ++i) consider(int(i));
   while (!heap.empty()) {
@@ -178,7 +248,7 @@ void BpeModel::merge_symbols(std::vector<TokenId>& ids) const {
     if (!a.alive || a.id != c.left || a.next < 0) continue;
     Sym& b = syms[size_t(a.next)];
     if (b.id != c.right) continue;
-    a.id = merges_.at(pair_key(c.left, c.right)).result;
+    a.id = c.result;
     b.alive = false;
     a.next = b.next;
     if (b.next >= 0) syms[size_t(b.next)].prev = c.pos;

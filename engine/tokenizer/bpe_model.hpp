@@ -3,23 +3,35 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "engine/core/types.hpp"
+#include "engine/tokenizer/flat_tables.hpp"
+#include "engine/tokenizer/word_cache.hpp"
 
 namespace strata {
 
 class BpeModel {
  public:
+  using VocabEntries = std::vector<std::pair<std::string, TokenId>>;
+  using MergeVisitor = std::function<void(std::string_view left, std::string_view right)>;
+  // Calls its argument once per merge, in rank order.
+  using MergeSource = std::function<void(const MergeVisitor&)>;
+
   // Reads tokenizer.json's "model" object. Throws strata::Error on a malformed vocab or a merge that
   // names tokens outside the vocab.
   static BpeModel from_json(const nlohmann::json& model);
+  // The same, with vocab and merges already read (the fast loading path); `model`'s own "vocab" and
+  // "merges" are ignored.
+  static BpeModel build(const nlohmann::json& model, VocabEntries vocab, const MergeSource& merges);
 
   // Appends the ids of one word. Characters outside the vocab become their <0xXX> byte tokens when
   // byte_fallback is on (and all bytes exist), otherwise the unk token (fused when fuse_unk), otherwise
@@ -28,19 +40,18 @@ class BpeModel {
 
   std::optional<TokenId> token_to_id(std::string_view token) const;
   const std::vector<std::string>& id_to_token() const { return id_to_token_; }
-  bool byte_fallback() const { return byte_fallback_; }
 
  private:
-  struct Merge {
-    int32_t rank;
-    TokenId result;
-  };
   static uint64_t pair_key(TokenId a, TokenId b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
+  static constexpr TokenId kDropped = -1;  // a placeholder symbol that no merge names
+  static constexpr size_t kSmallWord = 64;  // up to this many symbols, merge_small beats the heap
   void merge_symbols(std::vector<TokenId>& ids) const;
+  void merge_small(std::vector<TokenId>& ids) const;
+  void encode_uncached(std::string_view word, std::vector<TokenId>& out) const;
 
-  std::unordered_map<std::string, TokenId> vocab_;
+  StringIndex vocab_;
   std::vector<std::string> id_to_token_;
-  std::unordered_map<uint64_t, Merge> merges_;
+  PairIndex merges_;
   std::array<TokenId, 256> byte_ids_{};
   std::optional<TokenId> unk_;
   bool byte_fallback_ = false;
@@ -48,6 +59,7 @@ class BpeModel {
   bool ignore_merges_ = false;
   std::string continuing_subword_prefix_;
   std::string end_of_word_suffix_;
+  std::shared_ptr<WordCache> cache_ = std::make_shared<WordCache>();
 };
 
 }  // namespace strata

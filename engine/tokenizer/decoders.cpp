@@ -70,15 +70,10 @@ class ByteFallback final : public Decoder {
     std::string bytes;
     auto flush = [&] {
       if (bytes.empty()) return;
-      // A run of byte tokens that is not valid UTF-8 gives one U+FFFD per byte (as the Rust reference),
-      // so a stray byte never hides its neighbours.
-      if (!utf8::first_invalid(bytes)) {
-        out.push_back({bytes, false});
-      } else {
-        std::string repl;
-        for (size_t i = 0; i < bytes.size(); ++i) utf8::append(repl, utf8::kReplacement);
-        out.push_back({repl, false});
-      }
+      // Ill-formed bytes become U+FFFD per maximal subpart, as the reference's TextDecoder does. (The
+      // Rust crate blanks the whole run instead, which would let a later byte change text that a
+      // stream has already emitted.)
+      out.push_back({utf8::lossy(bytes), false});
       bytes.clear();
     };
     for (auto& p : pieces) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/json_fields.hpp"
+#include "engine/tokenizer/json_scan.hpp"
 #include "engine/tokenizer/tokenizer_impl.hpp"
 #include "engine/tokenizer/utf8.hpp"
 
@@ -39,12 +40,45 @@ std::vector<AddedToken> parse_added_tokens(const json& root) {
   return out;
 }
 
+// Parses the document, reading model.vocab and model.merges with the fast scanner when the file has
+// the usual shape (their DOM would dominate load time); anything unusual takes the full-DOM path,
+// whose errors are the precise ones.
+json parse_document(const std::string& text, BpeModel::VocabEntries* vocab, std::string_view* merges,
+                    bool* scanned) {
+  *scanned = false;
+  if (auto spans = json_scan::find_model_spans(text); spans && spans->vocab.found && spans->merges.found) {
+    const auto& v = spans->vocab;
+    const auto& m = spans->merges;
+    // Replace both values by empty containers, later span first so earlier offsets stay valid.
+    std::string rest = text;
+    const bool vocab_first = v.begin < m.begin;
+    const auto& later = vocab_first ? m : v;
+    const auto& earlier = vocab_first ? v : m;
+    rest.replace(later.begin, later.end - later.begin, &later == &v ? "{}" : "[]");
+    rest.replace(earlier.begin, earlier.end - earlier.begin, &earlier == &v ? "{}" : "[]");
+    json root;
+    try {
+      root = json::parse(rest);
+    } catch (const json::parse_error&) {
+      return json::parse(text);  // let the full parse report where the document is broken
+    }
+    *vocab = json_scan::parse_vocab(std::string_view(text).substr(v.begin, v.end - v.begin));
+    *merges = std::string_view(text).substr(m.begin, m.end - m.begin);
+    *scanned = true;
+    return root;
+  }
+  return json::parse(text);
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::from_json_text(const std::string& text) {
   json root;
+  BpeModel::VocabEntries vocab;
+  std::string_view merges;
+  bool scanned = false;
   try {
-    root = json::parse(text);
+    root = parse_document(text, &vocab, &merges, &scanned);
   } catch (const json::parse_error& e) {
     throw Error(std::string("tokenizer.json: invalid JSON: ") + e.what());
   }
@@ -63,7 +97,11 @@ std::unique_ptr<Tokenizer::Impl> Tokenizer::Impl::from_json_text(const std::stri
   if (!model.is_object()) throw Error("tokenizer.json: missing \"model\" object");
   const std::string model_type = string_field(model, "type", "model", "BPE");
   if (model_type != "BPE") throw Error("tokenizer.json: unsupported model type \"" + model_type + "\"");
-  impl->model = BpeModel::from_json(model);
+  impl->model = scanned ? BpeModel::build(model, std::move(vocab),
+                                          [&](const BpeModel::MergeVisitor& visit) {
+                                            json_scan::for_each_merge(merges, visit);
+                                          })
+                        : BpeModel::from_json(model);
 
   impl->added = parse_added_tokens(root);
   impl->vocab_size = int(impl->model.id_to_token().size());
