@@ -14,6 +14,9 @@ namespace strata {
 
 class Tokenizer;
 class ChatTemplate;
+class Metrics;
+class EnginePort;
+class TokenCodec;
 
 // What the routes need; owned by main, outlives the server.
 struct ServingContext {
@@ -25,6 +28,10 @@ struct ServingContext {
   int max_context = 0;
   std::string model_id;                         // canonical name in /v1/models
   std::shared_ptr<prometheus::Registry> registry;  // served at /metrics (may be null)
+  Metrics* metrics = nullptr;                   // request_done() per answered request (may be null)
+  // Test seams: when set, used instead of `engine` / `tokenizer` (route tests run a scripted engine).
+  EnginePort* engine_port = nullptr;
+  const TokenCodec* codec = nullptr;
 };
 
 class HttpServer {

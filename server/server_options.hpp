@@ -19,6 +19,8 @@ struct ServerOptions {
   std::string reasoning_format = "auto";  // "auto" (split <think> into reasoning_content) or "none"
   int http_threads = 32;
   std::string chat_template_override;     // file contents of --chat-template, if given
+  int penalty_window = 0;                 // tokens of history the penalties look at (0 = all)
+  std::string tool_call_parser = "auto";  // "auto" (detect from the chat template) or a format name
 };
 
 }  // namespace strata

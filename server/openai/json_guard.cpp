@@ -224,7 +224,7 @@ class Checker {
         pos_ = start;
         return failb("a string is not terminated (truncated?)");
       }
-      if (pos_ - start > lim_.max_string_bytes)
+      if (pos_ - start - 1 > lim_.max_string_bytes)
         return failb("a string is longer than the limit of " + std::to_string(lim_.max_string_bytes) + " bytes");
       unsigned char c = static_cast<unsigned char>(s_[pos_]);
       if (c == '"') {

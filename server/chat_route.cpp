@@ -1,0 +1,199 @@
+// POST /v1/chat/completions: parse -> render the chat template -> tokenize -> n engine requests -> a
+// chat.completion, or a stream of chat.completion.chunk events. Model output goes through the tool-call and
+// reasoning parser, which holds back text that may still become a marker, so content, reasoning_content
+// and tool_calls come out the same whether streamed or not.
+#include <memory>
+
+#include "engine/template/chat_template.hpp"
+#include "server/engine_port.hpp"
+#include "server/generation_common.hpp"
+#include "server/generation_job.hpp"
+#include "server/openai/chat_request.hpp"
+#include "server/openai/reasoning_parser.hpp"
+#include "server/openai/sse.hpp"
+#include "server/route.hpp"
+#include "server/token_codec.hpp"
+
+namespace strata {
+namespace {
+
+struct ChatPlan {
+  ChatRequest req;
+  std::string prompt_text;
+  std::vector<TokenId> prompt;
+  OutputParserOptions parser;
+  ResponseHeader header;
+};
+
+ChatPlan plan_chat(const RouteEnv& env, const nlohmann::json& body) {
+  ChatPlan p;
+  p.req = parse_chat_request(body, env.limits);
+  p.header = make_header("chatcmpl-", resolve_model(env, p.req.gen.model));
+  require_engine(env);
+  if (!env.chat_template)
+    throw_invalid("messages", "this model has no chat template; use /v1/completions or start with --chat-template",
+                  "no_chat_template");
+  ChatTemplateOptions topt;
+  topt.bos_token = env.tokenizer_meta.bos_token;
+  topt.eos_token = env.tokenizer_meta.eos_token;
+  topt.add_generation_prompt = p.req.add_generation_prompt;
+  topt.extra = p.req.chat_template_kwargs;
+  nlohmann::json tools = p.req.tools_active() ? p.req.tools : nlohmann::json();
+  try {
+    p.prompt_text = env.chat_template->render(p.req.messages, tools, topt);
+  } catch (const TemplateRaise& e) {
+    throw_invalid("messages", e.what(), "chat_template_error");
+  } catch (const TemplateError& e) {
+    throw_invalid("messages", std::string("the chat template could not render these messages: ") + e.what(),
+                  "chat_template_error");
+  }
+  try {
+    p.prompt = env.codec->encode(p.prompt_text, false);
+  } catch (const Error& e) {
+    throw_invalid("messages", std::string("the rendered prompt could not be tokenized: ") + e.what());
+  }
+  check_prompt_length(env, p.prompt.size(), "messages");
+  if (p.req.tools_active()) {
+    p.parser.tool_format = env.tool_format;
+    for (const auto& t : p.req.tools) p.parser.tool_names.push_back(t["function"]["name"].get<std::string>());
+  }
+  p.parser.reasoning = env.reasoning;
+  p.parser.starts_in_thought = env.reasoning == ReasoningMode::auto_detect && prompt_opens_thought(p.prompt_text);
+  // Tool-call markers are often special tokens: they must survive detokenization for the parser to see them.
+  if (p.parser.tool_format != ToolFormat::none) p.req.gen.skip_special_tokens = false;
+  return p;
+}
+
+std::string chat_finish_reason(const FinishEvent& f, bool tool_calls) {
+  if (f.reason == FinishReason::Length) return "length";
+  return tool_calls ? "tool_calls" : "stop";
+}
+
+RouteResponse chat_whole(const RouteEnv& env, ChatPlan& p, GenerationJob& job, const CallContext& call) {
+  size_t n = job.size();
+  std::vector<std::string> text(n);
+  std::vector<nlohmann::json> lps(n, nlohmann::json::array());
+  std::vector<std::optional<FinishEvent>> fin(n);
+  auto stop = stop_predicate(env, call);
+  while (!job.finished()) {
+    auto ev = job.wait(stop);
+    if (!ev) break;
+    auto& [i, e] = *ev;
+    if (e.token) {
+      text[i] += e.token->text;
+      if (p.req.logprobs) lps[i].push_back(chat_logprob_entry(*env.codec, *e.token, p.req.top_logprobs));
+    }
+    if (e.finish) {
+      if (is_failure(*e.finish)) return error_response(finish_error(*e.finish));
+      text[i] += e.finish->text;
+      fin[i] = std::move(e.finish);
+    }
+  }
+  if (!job.finished())
+    return error_response(unavailable_error("the server stopped this request before it finished", "request_aborted"));
+  std::vector<ChatChoice> choices;
+  int completion = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ChatChoice c;
+    c.index = static_cast<int>(i);
+    c.message = parse_whole_output(p.parser, text[i]);
+    c.finish_reason = chat_finish_reason(*fin[i], !c.message.tool_calls.empty());
+    c.logprobs = p.req.logprobs ? nlohmann::json{{"content", lps[i]}} : nlohmann::json(nullptr);
+    completion += fin[i]->completion_tokens;
+    choices.push_back(std::move(c));
+  }
+  int prompt_tokens = fin[0]->prompt_tokens > 0 ? fin[0]->prompt_tokens : static_cast<int>(p.prompt.size());
+  return json_response(chat_completion_json(p.header, choices, usage_json(prompt_tokens, completion)));
+}
+
+// Shared by the stream function's copies; owns the job so the engine work lives as long as the stream.
+struct ChatStream {
+  const RouteEnv* env;
+  ChatPlan plan;
+  std::unique_ptr<GenerationJob> job;
+  CallContext call;
+};
+
+int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>& write) {
+  const RouteEnv& env = *s.env;
+  ChatPlan& p = s.plan;
+  GenerationJob& job = *s.job;
+  size_t n = job.size();
+  bool client_ok = true;
+  auto send = [&](const nlohmann::json& j) {
+    if (client_ok && !write(sse_data(j))) client_ok = false;
+    return client_ok;
+  };
+  std::vector<std::unique_ptr<OutputParser>> parsers;
+  for (size_t i = 0; i < n; ++i) {
+    parsers.push_back(make_output_parser(p.parser));
+    send(chat_chunk_json(p.header, static_cast<int>(i), {{"role", "assistant"}, {"content", ""}}, "", nullptr));
+  }
+  auto base_stop = stop_predicate(env, s.call);
+  auto stop = [&] { return !client_ok || base_stop(); };
+  int completion = 0, prompt_tokens = static_cast<int>(p.prompt.size());
+  while (!job.finished() && client_ok) {
+    auto ev = job.wait(stop);
+    if (!ev) break;
+    auto& [i, e] = *ev;
+    int idx = static_cast<int>(i);
+    if (e.token) {
+      ParsedDelta d = parsers[i]->feed(e.token->text);
+      nlohmann::json lp = nullptr;
+      if (p.req.logprobs)
+        lp = {{"content", nlohmann::json::array({chat_logprob_entry(*env.codec, *e.token, p.req.top_logprobs)})}};
+      if (!d.empty() || !lp.is_null()) send(chat_chunk_json(p.header, idx, chat_delta_json(d), "", lp));
+    }
+    if (e.finish) {
+      const FinishEvent& f = *e.finish;
+      if (is_failure(f)) {
+        ApiError err = finish_error(f);
+        job.cancel();
+        send(error_body(err));
+        return err.status;
+      }
+      ParsedDelta d = parsers[i]->feed(f.text);
+      ParsedDelta tail = parsers[i]->finish();
+      d.content += tail.content;
+      d.reasoning += tail.reasoning;
+      d.tool_calls.insert(d.tool_calls.end(), tail.tool_calls.begin(), tail.tool_calls.end());
+      if (!d.empty()) send(chat_chunk_json(p.header, idx, chat_delta_json(d), "", nullptr));
+      send(chat_chunk_json(p.header, idx, nlohmann::json::object(), chat_finish_reason(f, parsers[i]->saw_tool_calls()),
+                           nullptr));
+      completion += f.completion_tokens;
+      if (f.prompt_tokens > 0) prompt_tokens = f.prompt_tokens;
+    }
+  }
+  if (!client_ok) {  // the client left: free its slots now rather than when the response object dies
+    job.cancel();
+    return 499;
+  }
+  if (!job.finished()) {
+    ApiError err = unavailable_error("the server stopped this request before it finished", "request_aborted");
+    send(error_body(err));
+    return err.status;
+  }
+  if (p.req.gen.include_usage) send(chat_usage_chunk_json(p.header, usage_json(prompt_tokens, completion)));
+  write(sse_done());
+  return 200;
+}
+
+}  // namespace
+
+RouteResponse chat_completions_route(const RouteEnv& env, const nlohmann::json& body, const CallContext& call) {
+  ChatPlan p = plan_chat(env, body);
+  int logprobs = p.req.logprobs ? p.req.top_logprobs : -1;
+  auto job = std::make_unique<GenerationJob>(make_requests(env, p.req.gen, p.prompt, logprobs, false, p.header.id, 0));
+  if (auto err = job->submit(*env.engine)) return error_response(*err);
+  if (!p.req.gen.stream) return chat_whole(env, p, *job, call);
+  auto s = std::make_shared<ChatStream>();
+  s->env = &env;
+  s->plan = std::move(p);
+  s->job = std::move(job);
+  s->call = call;
+  RouteResponse r;
+  r.stream = [s](const std::function<bool(const std::string&)>& write) { return run_chat_stream(*s, write); };
+  return r;
+}
+
+}  // namespace strata

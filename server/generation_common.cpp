@@ -1,0 +1,111 @@
+#include "server/generation_common.hpp"
+
+#include <chrono>
+#include <random>
+
+#include "server/openai/errors.hpp"
+#include "server/openai/fields.hpp"
+
+namespace strata {
+
+std::string resolve_model(const RouteEnv& env, const std::string& model) {
+  std::string canonical = env.model_ids.empty() ? std::string("strata") : env.model_ids.front();
+  if (model.empty()) return canonical;
+  for (const std::string& id : env.model_ids)
+    if (id == model) return id;
+  throw ApiException(model_not_found_error(model));
+}
+
+void require_engine(const RouteEnv& env) {
+  if (!env.engine || !env.codec)
+    throw ApiException(unavailable_error("the model is still loading; retry shortly", "model_loading"));
+}
+
+void check_prompt_length(const RouteEnv& env, size_t prompt_tokens, const std::string& param) {
+  if (prompt_tokens == 0) throw_invalid(param, qname(param) + " tokenizes to no tokens; nothing to continue from");
+  if (env.max_context > 0 && prompt_tokens >= static_cast<size_t>(env.max_context)) {
+    ApiError e = invalid_param(param,
+                               "the prompt has " + std::to_string(prompt_tokens) +
+                                   " tokens, but this model's context length is " + std::to_string(env.max_context) +
+                                   " tokens, which leaves no room to generate; shorten " + qname(param),
+                               "context_length_exceeded");
+    throw ApiException(e);
+  }
+}
+
+namespace {
+uint64_t random_u64() {
+  static thread_local std::mt19937_64 gen([] {
+    std::random_device rd;
+    uint64_t s = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    return s ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }());
+  return gen();
+}
+}  // namespace
+
+std::string new_response_id(const std::string& prefix) {
+  static const char* hex = "0123456789abcdef";
+  std::string s = prefix;
+  uint64_t a = random_u64(), b = random_u64();
+  for (int i = 0; i < 16; ++i, a >>= 4) s.push_back(hex[a & 15]);
+  for (int i = 0; i < 8; ++i, b >>= 4) s.push_back(hex[b & 15]);
+  return s;
+}
+
+ResponseHeader make_header(const std::string& id_prefix, const std::string& model) {
+  ResponseHeader h;
+  h.id = new_response_id(id_prefix);
+  h.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  h.model = model;
+  return h;
+}
+
+std::vector<std::shared_ptr<GenerationRequest>> make_requests(const RouteEnv& env, const GenerationOptions& g,
+                                                              const std::vector<TokenId>& prompt, int logprobs,
+                                                              bool prompt_logprobs, const std::string& id,
+                                                              int first_index) {
+  std::vector<std::shared_ptr<GenerationRequest>> out;
+  int max_tokens = g.max_tokens ? *g.max_tokens : env.limits.max_tokens();
+  for (int j = 0; j < g.n; ++j) {
+    auto r = std::make_shared<GenerationRequest>();
+    r->id = id + "-" + std::to_string(first_index + j);
+    r->prompt = prompt;
+    r->sampling = g.sampling;
+    r->sampling.seed = g.seed ? *g.seed + static_cast<uint64_t>(j) : random_u64();
+    r->max_tokens = max_tokens;
+    r->min_tokens = g.min_tokens;
+    r->ignore_eos = g.ignore_eos;
+    r->stop = g.stop;
+    r->stop_token_ids = g.stop_token_ids;
+    r->skip_special_tokens = g.skip_special_tokens;
+    r->logprobs = logprobs;
+    r->prompt_logprobs = prompt_logprobs;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& call) {
+  const std::atomic<bool>* aborting = env.aborting;
+  std::function<bool()> gone = call.client_gone;
+  return [aborting, gone] { return (aborting && aborting->load()) || (gone && gone()); };
+}
+
+bool is_failure(const FinishEvent& f) { return f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled; }
+
+ApiError finish_error(const FinishEvent& f) {
+  ApiError e;
+  if (f.reason == FinishReason::Cancelled) {
+    e = unavailable_error(f.error_message.empty() ? "the request was cancelled by the server" : f.error_message,
+                          f.error_code.empty() ? "request_cancelled" : f.error_code);
+    return e;
+  }
+  e.status = f.http_status >= 400 ? f.http_status : 500;
+  e.type = e.status < 500 ? "invalid_request_error" : "server_error";
+  e.code = f.error_code.empty() ? "engine_error" : f.error_code;
+  e.message = f.error_message.empty() ? "the engine failed this request" : f.error_message;
+  return e;
+}
+
+}  // namespace strata

@@ -1,0 +1,38 @@
+// Pieces the chat and completions routes share: model resolution, prompt-length checks, building the n
+// engine requests of a choice set, and the "stop waiting" predicate (client gone or server aborting).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/request.hpp"
+#include "server/openai/responses.hpp"
+#include "server/route.hpp"
+
+namespace strata {
+
+// Throws 404 when `model` is neither empty nor a served id; returns the id to echo back.
+std::string resolve_model(const RouteEnv& env, const std::string& model);
+// Throws 503 when no engine is attached yet.
+void require_engine(const RouteEnv& env);
+// Throws 400 context_length_exceeded when the prompt leaves no room to generate.
+void check_prompt_length(const RouteEnv& env, size_t prompt_tokens, const std::string& param);
+
+std::string new_response_id(const std::string& prefix);  // "chatcmpl-" + 24 hex digits
+ResponseHeader make_header(const std::string& id_prefix, const std::string& model);
+
+// One engine request per choice; choice j gets seed + j (or a random seed when none was given).
+std::vector<std::shared_ptr<GenerationRequest>> make_requests(const RouteEnv& env, const GenerationOptions& g,
+                                                              const std::vector<TokenId>& prompt, int logprobs,
+                                                              bool prompt_logprobs, const std::string& id,
+                                                              int first_index);
+
+std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& call);
+
+// An engine error or a cancellation we did not ask for, as the client should see it.
+ApiError finish_error(const FinishEvent& f);
+bool is_failure(const FinishEvent& f);
+
+}  // namespace strata

@@ -1,0 +1,49 @@
+// The n engine requests of one HTTP request (n choices, or several prompts), submitted together and read
+// back together. Submission is all-or-nothing: if the engine refuses one, those already accepted are
+// cancelled, so a 429 never leaves orphaned work in the engine.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "engine/core/request.hpp"
+#include "server/openai/errors.hpp"
+
+namespace strata {
+
+class EnginePort;
+
+class GenerationJob {
+ public:
+  explicit GenerationJob(std::vector<std::shared_ptr<GenerationRequest>> requests);
+  ~GenerationJob();  // cancels whatever has not finished: a handler that leaves early frees its slots
+
+  // nullopt when every request was accepted; else the error to answer with (429, 503).
+  std::optional<ApiError> submit(EnginePort& engine);
+
+  // The next event of any unfinished choice, waiting until one comes or `stop()` says to give up (client gone,
+  // server aborting); `stop` is polled every `poll` interval. On stop, cancels every choice and returns nullopt.
+  std::optional<std::pair<size_t, Event>> wait(const std::function<bool()>& stop,
+                                               std::chrono::milliseconds poll = std::chrono::milliseconds(50));
+
+  bool finished() const { return unfinished_ == 0; }
+  void cancel();
+  size_t size() const { return requests_.size(); }
+  const GenerationRequest& request(size_t i) const { return *requests_[i]; }
+
+ private:
+  std::optional<std::pair<size_t, Event>> next(std::chrono::milliseconds wait);
+
+  std::vector<std::shared_ptr<GenerationRequest>> requests_;
+  std::vector<std::shared_ptr<RequestChannel>> channels_;
+  std::vector<bool> done_;
+  size_t unfinished_ = 0;
+  size_t rr_ = 0;  // round-robin start, so one busy choice cannot starve the others
+  bool submitted_ = false;
+  std::chrono::steady_clock::time_point last_check_{};
+};
+
+}  // namespace strata
