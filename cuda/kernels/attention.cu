@@ -198,18 +198,19 @@ size_t attention_smem_bytes(int hd) {
          sizeof(int) * kQT;
 }
 
+void configure_attention(int head_dim) {
+  const size_t smem = attention_smem_bytes(head_dim);
+  if (smem > 48 * 1024)
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+}
+
 void launch_attention(const AttentionParams& a, cudaStream_t stream) {
   if (a.rows <= 0) return;
   if (a.head_dim > kMaxHeadDim || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     throw Error("cuda attention: head_dim " + std::to_string(a.head_dim) + " (max " + std::to_string(kMaxHeadDim) +
                 ") or heads " + std::to_string(a.n_heads) + "/" + std::to_string(a.n_kv_heads) + " unsupported");
   const size_t smem = attention_smem_bytes(a.head_dim);
-  static thread_local size_t raised = 0;  // the attribute is per function; raise it once to the largest need
-  if (smem > 48 * 1024 && smem > raised) {
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    raised = smem;
-  }
-  const dim3 grid(a.max_splits, a.n_heads, a.max_tiles);
+  const dim3 grid(a.grid_splits, a.n_heads, a.max_tiles);
   attention_partial<<<grid, kThreads, smem, stream>>>(a);
   STRATA_CUDA_CHECK_LAUNCH();
   const size_t csmem = sizeof(float) * (size_t(a.max_splits) + 1);

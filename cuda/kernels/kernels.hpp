@@ -68,7 +68,8 @@ struct AttentionParams {
   const int* tile_rows = nullptr;   // per query tile: 1..kAttnQueryTile rows
   const int* n_tiles = nullptr;     // device scalar
   int max_tiles = 0;                // grid bound (this graph's worst case)
-  int max_splits = 0;               // ceil(max_context / kAttnSplit)
+  int max_splits = 0;               // ceil(max_context / kAttnSplit): the split stride of part_*
+  int grid_splits = 0;              // splits the grid covers (>= what the window's largest position needs)
   int rows = 0;
   float* part_acc = nullptr;        // [rows][n_heads][max_splits][head_dim]
   float* part_ml = nullptr;         // [rows][n_heads][max_splits][2]
@@ -77,6 +78,8 @@ struct AttentionParams {
 };
 
 size_t attention_smem_bytes(int head_dim);
+// Raises the attention kernel's shared-memory limit for this head_dim; call once before any capture.
+void configure_attention(int head_dim);
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
 
 // act[r][i] = silu(gate) * up with gu rows [gate | up]; act16 optional bf16 copy.

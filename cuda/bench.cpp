@@ -1,0 +1,195 @@
+#include "cuda/bench.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
+
+namespace strata {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+// Bytes read plus written per second by device-to-device copies of a buffer far larger than L2.
+double copy_bandwidth(size_t bytes) {
+  cuda::DeviceBuffer a(bytes, "bench copy source"), b(bytes, "bench copy destination");
+  STRATA_CUDA_CHECK(cudaMemset(a.get(), 1, bytes));
+  cudaEvent_t e0, e1;
+  STRATA_CUDA_CHECK(cudaEventCreate(&e0));
+  STRATA_CUDA_CHECK(cudaEventCreate(&e1));
+  STRATA_CUDA_CHECK(cudaMemcpy(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice));
+  const int reps = 10;
+  STRATA_CUDA_CHECK(cudaEventRecord(e0));
+  for (int i = 0; i < reps; ++i) STRATA_CUDA_CHECK(cudaMemcpy(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice));
+  STRATA_CUDA_CHECK(cudaEventRecord(e1));
+  STRATA_CUDA_CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return 2.0 * double(bytes) * reps / (double(ms) / 1e3);
+}
+
+// FLOP/s of a square bf16 GEMM with fp32 accumulation (random-ish data: the rate depends on it).
+double gemm_rate(int n) {
+  const size_t elems = size_t(n) * n;
+  cuda::DeviceBuffer a(elems * 2, "bench gemm A"), b(elems * 2, "bench gemm B"), c(elems * 4, "bench gemm C");
+  STRATA_CUDA_CHECK(cudaMemset(a.get(), 0x3c, elems * 2));
+  STRATA_CUDA_CHECK(cudaMemset(b.get(), 0x3b, elems * 2));
+  cublasHandle_t h;
+  STRATA_CUBLAS_CHECK(cublasCreate(&h));
+  const float one = 1.0f, zero = 0.0f;
+  auto run = [&] {
+    STRATA_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, a.get(), CUDA_R_16BF, n, b.get(),
+                                     CUDA_R_16BF, n, &zero, c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT));
+  };
+  run();
+  STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+  const int reps = 10;
+  const auto t = clock_type::now();
+  for (int i = 0; i < reps; ++i) run();
+  STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+  const double s = seconds_since(t);
+  cublasDestroy(h);
+  return 2.0 * double(n) * n * n * reps / s;
+}
+
+TokenId bench_token(int i, int vocab) { return TokenId((uint64_t(i + 1) * 2654435761u) % uint64_t(vocab)); }
+
+Window prompt_window(SlotId slot, int len, int vocab) {
+  Window w;
+  for (int p = 0; p < len; ++p) {
+    Row r;
+    r.slot = slot;
+    r.token = bench_token(p, vocab);
+    r.pos = p;
+    r.want_pick = p + 1 == len;
+    w.rows.push_back(r);
+  }
+  return w;
+}
+
+bool parse_int(const char* s, int min, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (!end || *end || v < min || v > 10000000) return false;
+  *out = int(v);
+  return true;
+}
+
+int usage(const char* name) {
+  std::fprintf(stderr,
+               "usage: %s --model DIR [--prompt P] [--tokens N] [--prefill L1,L2,...] [--device D]\n", name);
+  return 2;
+}
+
+}  // namespace
+
+int run_bench_command(int argc, char** argv) {
+  const char* name = argc > 0 ? argv[0] : "bench";
+  std::string model_dir;
+  int prompt = 256, tokens = 256, device = 0;
+  std::vector<int> prefill = {512, 4096};
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--model") && has_value) {
+      model_dir = argv[++i];
+    } else if (!std::strcmp(argv[i], "--prompt") && has_value) {
+      if (!parse_int(argv[++i], 1, &prompt)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--tokens") && has_value) {
+      if (!parse_int(argv[++i], 1, &tokens)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--device") && has_value) {
+      if (!parse_int(argv[++i], 0, &device)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--prefill") && has_value) {
+      prefill.clear();
+      std::stringstream ss(argv[++i]);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        int v;
+        if (!parse_int(item.c_str(), 1, &v)) return usage(name);
+        prefill.push_back(v);
+      }
+    } else {
+      return usage(name);
+    }
+  }
+  if (model_dir.empty()) return usage(name);
+  try {
+    STRATA_CUDA_CHECK(cudaSetDevice(device));
+    const double bw = copy_bandwidth(size_t(2) << 30);
+    const double gemm = gemm_rate(8192);
+    std::printf("copy_bandwidth_tb_s=%.3f gemm_bf16_tflop_s=%.1f\n", bw / 1e12, gemm / 1e12);
+
+    auto model = load_model(model_dir);
+    const ModelConfig& c = model->config;
+    const int longest = std::max(prompt, prefill.empty() ? 1 : *std::max_element(prefill.begin(), prefill.end()));
+    CudaBackendOptions o;
+    o.max_slots = 1;
+    o.max_context = std::max(prompt + tokens + 1, longest);
+    o.max_window_rows = longest;
+    o.device = device;
+    o.round_weights_to_bf16 = true;
+    CudaBackend be(*model, o);
+    // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
+    const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;
+    const double per_layer = h * hd * (c.num_heads + 2.0 * c.num_kv_heads) + hd * c.num_heads * h + 3.0 * h * ff;
+    const double params = per_layer * c.num_layers + double(c.vocab_size) * h;
+    const double bytes_per_token = 2.0 * params;
+    std::printf("model=%s layers=%d hidden=%d vocab=%d weight_gb_per_token=%.3f device=\"%s\"\n", model_dir.c_str(),
+                c.num_layers, c.hidden_size, c.vocab_size, bytes_per_token / 1e9, be.device_name().c_str());
+
+    const SlotId slot = be.open_slot();
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    be.set_sampling(slot, greedy);
+    // Decode at batch 1: prompt, then greedy single-row windows (one graph replay each).
+    TokenId last = be.run_window(prompt_window(slot, prompt, c.vocab_size)).back().pick;
+    auto decode_step = [&](int pos) {
+      Row r;
+      r.slot = slot;
+      r.token = last;
+      r.pos = pos;
+      r.want_pick = true;
+      last = be.run_window(Window{{r}})[0].pick;
+    };
+    decode_step(prompt);  // captures the single-row graph
+    const auto t = clock_type::now();
+    for (int i = 1; i < tokens; ++i) decode_step(prompt + i);
+    const double s = seconds_since(t);
+    const double tok_s = double(tokens - 1) / s;
+    std::printf("decode_batch1 prompt=%d tokens=%d tok_s=%.1f ms_per_token=%.3f roofline_fraction=%.3f\n", prompt,
+                tokens, tok_s, 1e3 * s / (tokens - 1), bytes_per_token * tok_s / bw);
+
+    for (int len : prefill) {
+      be.reset_slot(slot);
+      be.run_window(prompt_window(slot, len, c.vocab_size));  // captures this shape's graph
+      be.reset_slot(slot);
+      const auto tp = clock_type::now();
+      be.run_window(prompt_window(slot, len, c.vocab_size));
+      const double sp = seconds_since(tp);
+      const double flops = 2.0 * params * len;
+      std::printf("prefill tokens=%d tok_s=%.0f ms=%.2f matmul_tflop_s=%.1f gemm_fraction=%.3f\n", len, len / sp,
+                  1e3 * sp, flops / sp / 1e12, flops / sp / gemm);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace strata

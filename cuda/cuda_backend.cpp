@@ -1,0 +1,485 @@
+#include "cuda/cuda_backend.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/device_weights.hpp"
+#include "cuda/forward.hpp"
+#include "cuda/window_meta.hpp"
+#include "engine/cpu/rope.hpp"
+#include "engine/sampling/logprobs.hpp"
+#include "engine/sampling/sampler.hpp"
+
+namespace strata {
+
+namespace {
+
+constexpr size_t kCublasWorkspace = size_t(32) << 20;
+constexpr size_t kMaxGraphs = 64;  // distinct window shapes kept; past that the cache starts over
+
+struct Slot {
+  bool open = false;
+  int committed = 0;            // positions [0, committed) are the slot's history
+  std::vector<TokenId> tokens;  // token at each position < committed
+  SamplingParams params;
+  long last_window = -1;        // the window whose rows commit() may trim
+  int last_first = 0, last_count = 0;
+};
+
+// A pick the device's argmax answers exactly: greedy with nothing that rewrites logits first.
+bool device_pickable(const SamplingParams& p) {
+  return p.greedy() && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f &&
+         p.logit_bias.empty() && p.suppressed.empty();
+}
+
+std::string gb(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", double(bytes) / 1e9);
+  return buf;
+}
+
+struct Graph {
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+}  // namespace
+
+struct CudaBackend::Impl {
+  ModelConfig cfg;
+  CudaBackendOptions opts;
+  std::string name;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cuda::DeviceWeights weights;
+  cuda::DeviceBuffer rope_cos, rope_sin, workspace, cublas_ws, kv_k, kv_v;
+  cuda::PinnedBuffer meta_host, picks_host;
+  cuda::ForwardContext fwd;
+  std::map<cuda::WindowShape, std::unique_ptr<Graph>> graphs;
+  std::vector<Slot> slots;
+  long window_seq = 0;
+  int max_splits = 0;
+  CudaMemoryReport mem;
+
+  Impl(const Model& m, CudaBackendOptions o) : cfg(m.config), opts(o) {
+    check_options();
+    STRATA_CUDA_CHECK(cudaSetDevice(opts.device));
+    cudaDeviceProp prop{};
+    STRATA_CUDA_CHECK(cudaGetDeviceProperties(&prop, opts.device));
+    name = prop.name;
+    spdlog::info("cuda: device {} ({}), compute capability {}.{}, {} SMs, {}", opts.device, name, prop.major,
+                 prop.minor, prop.multiProcessorCount, gb(prop.totalGlobalMem));
+    STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    try {
+      STRATA_CUBLAS_CHECK(cublasCreate(&cublas));
+      STRATA_CUBLAS_CHECK(cublasSetStream(cublas, stream));
+      weights = cuda::upload_weights(m, opts.round_weights_to_bf16);
+      upload_rope();
+      allocate_workspace();
+      allocate_kv();
+      cuda::configure_attention(cfg.head_dim);
+      report_memory();
+    } catch (...) {
+      destroy_handles();  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+
+  ~Impl() { destroy_handles(); }
+
+  void destroy_handles() {
+    graphs.clear();
+    if (cublas) cublasDestroy(cublas);
+    if (stream) cudaStreamDestroy(stream);
+    cublas = nullptr;
+    stream = nullptr;
+  }
+
+  int q_dim() const { return cfg.num_heads * cfg.head_dim; }
+  int kv_dim() const { return cfg.num_kv_heads * cfg.head_dim; }
+
+  void check_options() {
+    auto bad = [](const std::string& what) { throw Error("cuda backend: " + what); };
+    if (opts.max_slots < 1) bad("max_slots must be >= 1, found " + std::to_string(opts.max_slots));
+    if (opts.max_context < 1) bad("max_context must be >= 1, found " + std::to_string(opts.max_context));
+    if (opts.max_window_rows < 1) bad("max_window_rows must be >= 1, found " + std::to_string(opts.max_window_rows));
+    if (opts.max_output_rows < 1) bad("max_output_rows must be >= 1, found " + std::to_string(opts.max_output_rows));
+    if (opts.gemm_min_rows < 2) bad("gemm_min_rows must be >= 2, found " + std::to_string(opts.gemm_min_rows));
+    if (!(opts.kv_cache_gb >= 0.0) || std::isinf(opts.kv_cache_gb))
+      bad("kv_cache_gb must be a finite number >= 0, found " + std::to_string(opts.kv_cache_gb));
+    if (!(opts.gpu_memory_fraction >= 0.0 && opts.gpu_memory_fraction <= 1.0))
+      bad("gpu_memory_fraction must be in [0, 1], found " + std::to_string(opts.gpu_memory_fraction));
+    const int n = device_count();
+    if (n == 0) bad("no CUDA device is visible");
+    if (opts.device < 0 || opts.device >= n)
+      bad("device " + std::to_string(opts.device) + " is outside [0, " + std::to_string(n) + ")");
+    // Shapes the kernels rely on: 16-byte weight rows and head_dim pairs.
+    const int H = cfg.hidden_size;
+    for (int k : {H, q_dim(), cfg.intermediate_size})
+      if (k % 8 != 0) bad("matrix inner dimension " + std::to_string(k) + " is not a multiple of 8");
+    if (cfg.head_dim % 2 != 0 || cfg.head_dim > 256)
+      bad("head_dim " + std::to_string(cfg.head_dim) + " must be even and at most 256");
+    if (cfg.num_kv_heads < 1 || cfg.num_heads % cfg.num_kv_heads != 0)
+      bad("num_heads " + std::to_string(cfg.num_heads) + " is not a multiple of num_kv_heads " +
+          std::to_string(cfg.num_kv_heads));
+    if (cfg.num_layers < 1) bad("the model has no layers");
+  }
+
+  // The CPU backend's table, to the bit: fp32 angle = position x fp32 inverse frequency, cos/sin in double.
+  void upload_rope() {
+    const int half = cfg.head_dim / 2;
+    const std::vector<float> inv = cpu::rope_inv_freq(cfg.rope, cfg.head_dim, opts.rope_freq_dtype);
+    std::vector<float> c(size_t(opts.max_context) * half), s(c.size());
+    for (int p = 0; p < opts.max_context; ++p)
+      for (int i = 0; i < half; ++i) {
+        const float angle = float(p) * inv[size_t(i)];
+        c[size_t(p) * half + i] = float(std::cos(double(angle)));
+        s[size_t(p) * half + i] = float(std::sin(double(angle)));
+      }
+    rope_cos = cuda::DeviceBuffer(c.size() * 4, "RoPE cos table");
+    rope_sin = cuda::DeviceBuffer(s.size() * 4, "RoPE sin table");
+    STRATA_CUDA_CHECK(cudaMemcpy(rope_cos.get(), c.data(), c.size() * 4, cudaMemcpyHostToDevice));
+    STRATA_CUDA_CHECK(cudaMemcpy(rope_sin.get(), s.data(), s.size() * 4, cudaMemcpyHostToDevice));
+  }
+
+  void allocate_workspace() {
+    const size_t T = size_t(opts.max_window_rows), R = size_t(opts.max_output_rows);
+    const size_t H = size_t(cfg.hidden_size), FF = size_t(cfg.intermediate_size), HD = size_t(cfg.head_dim);
+    const size_t NH = size_t(cfg.num_heads), V = size_t(cfg.vocab_size);
+    const size_t qkv = size_t(q_dim() + 2 * kv_dim());
+    max_splits = (opts.max_context + cuda::kAttnSplit - 1) / cuda::kAttnSplit;
+    const size_t S = size_t(max_splits);
+    const size_t k16 = std::max({H, size_t(q_dim()), FF});
+    cuda::Workspace& ws = fwd.ws;
+    void* in16 = nullptr;
+    std::vector<std::pair<size_t, void**>> parts = {
+        {T * H * 4, reinterpret_cast<void**>(&ws.x)},
+        {T * H * 4, reinterpret_cast<void**>(&ws.xn)},
+        {T * H * 4, reinterpret_cast<void**>(&ws.tmp)},
+        {T * qkv * 4, reinterpret_cast<void**>(&ws.qkv)},
+        {T * size_t(q_dim()) * 4, reinterpret_cast<void**>(&ws.att)},
+        {T * 2 * FF * 4, reinterpret_cast<void**>(&ws.gu)},
+        {T * FF * 4, reinterpret_cast<void**>(&ws.act)},
+        {size_t(opts.max_window_rows) >= size_t(opts.gemm_min_rows) ? T * k16 * 2 : 0, &in16},
+        {T * NH * S * HD * 4, reinterpret_cast<void**>(&ws.part_acc)},
+        {T * NH * S * 2 * 4, reinterpret_cast<void**>(&ws.part_ml)},
+        {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
+        {R * V * 4, reinterpret_cast<void**>(&ws.logits)},
+        {R * 4, reinterpret_cast<void**>(&ws.picks)},
+        {(5 * T + R + 1) * 4, reinterpret_cast<void**>(&ws.meta)},
+    };
+    size_t total = 0;
+    for (auto& p : parts) total += (p.first + 255) / 256 * 256;
+    workspace = cuda::DeviceBuffer(total, "workspace for " + std::to_string(T) + "-row windows");
+    char* base = workspace.get<char>();
+    for (auto& p : parts) {
+      *p.second = p.first ? base : nullptr;
+      base += (p.first + 255) / 256 * 256;
+    }
+    ws.in16 = in16;
+    ws.max_splits = max_splits;
+    cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
+    STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
+    meta_host = cuda::PinnedBuffer((5 * T + R + 1) * 4, "window metadata");
+    picks_host = cuda::PinnedBuffer(R * 4, "picks");
+    mem.workspace_bytes = total + cublas_ws.bytes() + rope_cos.bytes() + rope_sin.bytes();
+  }
+
+  // The KV arena is allocated once: slots x max_context positions x layers, k and v in fp32.
+  void allocate_kv() {
+    const size_t per_slot = size_t(cfg.num_layers) * size_t(opts.max_context) * size_t(kv_dim()) * 4 * 2;
+    size_t free_b = 0, total_b = 0;
+    STRATA_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    size_t budget;
+    std::string how;
+    if (opts.kv_cache_gb > 0.0) {
+      budget = size_t(opts.kv_cache_gb * 1e9);
+      how = "kv_cache_gb " + std::to_string(opts.kv_cache_gb);
+    } else if (opts.gpu_memory_fraction > 0.0) {
+      const double cap = opts.gpu_memory_fraction * double(total_b);
+      const double used = double(total_b - free_b);
+      budget = cap > used ? size_t(cap - used) : 0;
+      how = "gpu_memory_fraction " + std::to_string(opts.gpu_memory_fraction) + " (" + gb(size_t(cap)) +
+            " of which " + gb(size_t(used)) + " already in use)";
+    } else {
+      budget = per_slot * size_t(opts.max_slots);
+      how = "max_slots " + std::to_string(opts.max_slots);
+    }
+    const size_t fit = per_slot ? budget / per_slot : 0;
+    const int n = int(std::min<size_t>(fit, size_t(opts.max_slots)));
+    if (n < 1)
+      throw Error("cuda backend: the KV budget from " + how + " (" + gb(budget) + ") holds no slot of max_context " +
+                  std::to_string(opts.max_context) + " (" + gb(per_slot) + " per slot)");
+    const size_t bytes = per_slot * size_t(n);
+    if (bytes > free_b)
+      throw Error("cuda backend: the KV arena (" + gb(bytes) + " for " + std::to_string(n) + " slots) does not fit in " +
+                  gb(free_b) + " of free device memory");
+    kv_k = cuda::DeviceBuffer(bytes / 2, "KV arena (keys)");
+    kv_v = cuda::DeviceBuffer(bytes / 2, "KV arena (values)");
+    slots.resize(size_t(n));
+    mem.kv_bytes = bytes;
+    fwd.cfg = &cfg;
+    fwd.w = &weights;
+    fwd.kv.k = kv_k.get<float>();
+    fwd.kv.v = kv_v.get<float>();
+    fwd.kv.kv_dim = kv_dim();
+    fwd.kv.slot_stride = size_t(cfg.num_layers) * size_t(opts.max_context) * size_t(kv_dim());
+    fwd.kv_layer_stride = size_t(opts.max_context) * size_t(kv_dim());
+    fwd.rope_cos = rope_cos.get<float>();
+    fwd.rope_sin = rope_sin.get<float>();
+    fwd.cublas = cublas;
+    fwd.gemm_min_rows = opts.gemm_min_rows;
+  }
+
+  void report_memory() {
+    size_t free_b = 0, total_b = 0;
+    STRATA_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    mem.weights_bytes = weights.bytes;
+    mem.free_bytes = free_b;
+    mem.total_bytes = total_b;
+    spdlog::info("cuda: memory weights {} ({}), KV arena {}, workspace {}, free {} of {}", gb(mem.weights_bytes),
+                 weights.type == cuda::WType::BF16 ? "bf16" : "fp32", gb(mem.kv_bytes), gb(mem.workspace_bytes),
+                 gb(free_b), gb(total_b));
+    spdlog::info("cuda: capacity {} slots x {} positions, windows up to {} rows ({} with logits per replay)",
+                 slots.size(), opts.max_context, opts.max_window_rows, opts.max_output_rows);
+  }
+
+  Slot& slot_ref(SlotId s, const char* what) {
+    if (s < 0 || s >= int(slots.size()) || !slots[size_t(s)].open)
+      throw Error(std::string(what) + ": slot " + std::to_string(s) + " is not open");
+    return slots[size_t(s)];
+  }
+
+  // The CPU backend's window rules and messages: the engine treats both backends alike.
+  void check_window(const Window& win) {
+    if (int(win.rows.size()) > opts.max_window_rows)
+      throw Error("window: " + std::to_string(win.rows.size()) + " rows exceed the backend's max_window_rows " +
+                  std::to_string(opts.max_window_rows));
+    std::map<SlotId, int> next;  // the position each slot's next row must have
+    for (size_t i = 0; i < win.rows.size(); ++i) {
+      const Row& r = win.rows[i];
+      const std::string where = "window row " + std::to_string(i) + ": ";
+      if (r.slot < 0 || r.slot >= int(slots.size()) || !slots[size_t(r.slot)].open)
+        throw Error(where + "slot " + std::to_string(r.slot) + " is not open");
+      if (r.token < 0 || r.token >= cfg.vocab_size)
+        throw Error(where + "token " + std::to_string(r.token) + " is outside the vocabulary (size " +
+                    std::to_string(cfg.vocab_size) + ")");
+      if (r.pos < 0 || r.pos >= opts.max_context)
+        throw Error(where + "position " + std::to_string(r.pos) + " is outside [0, max_context) with max_context " +
+                    std::to_string(opts.max_context) + ")");
+      auto it = next.find(r.slot);
+      if (it == next.end()) {
+        const int committed = slots[size_t(r.slot)].committed;
+        if (r.pos != committed)
+          throw Error(where + "slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
+                      " does not continue its history (committed length " + std::to_string(committed) + ")");
+        next[r.slot] = r.pos + 1;
+      } else {
+        if (r.pos != it->second)
+          throw Error(where + "slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
+                      " leaves a gap (expected " + std::to_string(it->second) + ")");
+        ++it->second;
+      }
+    }
+  }
+
+  cudaGraphExec_t graph_for(const cuda::WindowShape& shape, size_t meta_bytes) {
+    auto it = graphs.find(shape);
+    if (it != graphs.end()) return it->second->exec;
+    if (graphs.size() >= kMaxGraphs) graphs.clear();
+    STRATA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      // The first node copies this replay's metadata: replays read whatever the pinned block holds then.
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(fwd.ws.meta, meta_host.get(), meta_bytes, cudaMemcpyHostToDevice, stream));
+      cuda::record_forward(fwd, shape, stream);
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      (void)cudaGetLastError();
+      throw;
+    }
+    cudaGraph_t g = nullptr;
+    STRATA_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+    auto graph = std::make_unique<Graph>();
+    const cudaError_t e = cudaGraphInstantiate(&graph->exec, g, 0);
+    cudaGraphDestroy(g);
+    STRATA_CUDA_CHECK(e);
+    cudaGraphExec_t exec = graph->exec;
+    graphs.emplace(shape, std::move(graph));
+    return exec;
+  }
+
+  // Rows [first, last) as one graph replay, then the host part of each output row.
+  void run_segment(const Window& win, int first, int last, std::vector<RowResult>* results) {
+    const cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits);
+    const size_t meta_bytes = meta.words.size() * 4;
+    std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
+    cudaGraphExec_t exec = graph_for(meta.shape, meta_bytes);
+    STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    const int R = meta.shape.out_rows;
+    if (R > 0)
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(picks_host.get(), fwd.ws.picks, size_t(R) * 4, cudaMemcpyDeviceToHost, stream));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const int V = cfg.vocab_size;
+    std::vector<float> logits;
+    for (int i = 0; i < R; ++i) {
+      const int idx = first + meta.out_rows[size_t(i)];
+      const Row& row = win.rows[size_t(idx)];
+      RowResult& res = (*results)[size_t(idx)];
+      const Slot& sl = slots[size_t(row.slot)];
+      const bool on_device = row.want_pick && device_pickable(sl.params);
+      const bool need_host = row.want_logits || row.n_logprobs >= 0 || (row.want_pick && !on_device);
+      if (need_host) {
+        logits.resize(size_t(V));
+        STRATA_CUDA_CHECK(cudaMemcpy(logits.data(), fwd.ws.logits + size_t(i) * V, size_t(V) * 4,
+                                     cudaMemcpyDeviceToHost));
+      }
+      if (row.want_pick)
+        res.pick = on_device ? picks_host.get<int32_t>()[i]
+                             : pick_token(logits.data(), V, sl.params,
+                                          TokenHistory{sl.tokens.data(), size_t(row.pos) + 1}, row.pos);
+      if (row.n_logprobs >= 0) compute_logprobs(logits.data(), V, res.pick, row.n_logprobs, &res.pick_logprob, &res.top);
+      if (row.want_logits) res.logits = logits;
+    }
+  }
+
+  std::vector<RowResult> run(const Window& win) {
+    check_window(win);
+    const int T = int(win.rows.size());
+    std::vector<RowResult> results(static_cast<size_t>(T));
+    if (T == 0) return results;
+
+    // The window is valid: its rows become the slots' history (commit() may trim them afterwards).
+    ++window_seq;
+    std::map<SlotId, int> seen;
+    for (const Row& r : win.rows) {
+      Slot& sl = slots[size_t(r.slot)];
+      if (!seen.count(r.slot)) {
+        seen[r.slot] = 0;
+        sl.tokens.resize(size_t(r.pos));
+        sl.last_window = window_seq;
+        sl.last_first = r.pos;
+        sl.last_count = 0;
+      }
+      sl.tokens.push_back(r.token);
+      sl.committed = r.pos + 1;
+      ++sl.last_count;
+    }
+    // Consecutive segments are an exact split of the window: a row reads only its slot's KV cells at positions
+    // up to its own, all written by this or an earlier segment.
+    int first = 0, outs = 0;
+    for (int i = 0; i < T; ++i) {
+      const Row& r = win.rows[size_t(i)];
+      const bool out = r.want_pick || r.want_logits || r.n_logprobs >= 0;
+      if (out && outs == opts.max_output_rows) {
+        run_segment(win, first, i, &results);
+        first = i;
+        outs = 0;
+      }
+      outs += out ? 1 : 0;
+    }
+    run_segment(win, first, T, &results);
+    return results;
+  }
+};
+
+CudaBackend::CudaBackend(const Model& model, CudaBackendOptions o) {
+  if (!model.checkpoint) throw Error("cuda backend: model has no checkpoint");
+  impl_ = std::make_unique<Impl>(model, o);
+}
+
+CudaBackend::~CudaBackend() = default;
+
+BackendInfo CudaBackend::info() const {
+  BackendInfo i;
+  i.name = "cuda";
+  i.max_slots = int(impl_->slots.size());
+  i.max_context = impl_->opts.max_context;
+  i.vocab_size = impl_->cfg.vocab_size;
+  i.max_window_rows = impl_->opts.max_window_rows;
+  return i;
+}
+
+SlotId CudaBackend::open_slot() {
+  for (size_t s = 0; s < impl_->slots.size(); ++s) {
+    Slot& sl = impl_->slots[s];
+    if (sl.open) continue;
+    sl.open = true;
+    sl.committed = 0;
+    sl.tokens.clear();
+    sl.params = SamplingParams{};
+    sl.last_window = -1;
+    return SlotId(s);
+  }
+  return kNoSlot;
+}
+
+void CudaBackend::reset_slot(SlotId s) {
+  Slot& sl = impl_->slot_ref(s, "reset_slot");
+  sl.committed = 0;
+  sl.tokens.clear();
+  sl.last_window = -1;
+}
+
+void CudaBackend::close_slot(SlotId s) {
+  Slot& sl = impl_->slot_ref(s, "close_slot");
+  sl.open = false;
+  sl.committed = 0;
+  sl.tokens.clear();
+  sl.last_window = -1;
+}
+
+void CudaBackend::set_sampling(SlotId s, const SamplingParams& p) {
+  Slot& sl = impl_->slot_ref(s, "set_sampling");
+  validate_sampling_params(p, impl_->cfg.vocab_size);
+  sl.params = p;
+}
+
+std::vector<RowResult> CudaBackend::run_window(const Window& window) { return impl_->run(window); }
+
+void CudaBackend::commit(SlotId s, int n_keep) {
+  Slot& sl = impl_->slot_ref(s, "commit");
+  if (sl.last_window != impl_->window_seq)
+    throw Error("commit: slot " + std::to_string(s) + " had no rows in the last window");
+  if (n_keep < 0 || n_keep > sl.last_count)
+    throw Error("commit: n_keep " + std::to_string(n_keep) + " for slot " + std::to_string(s) + " is outside [0, " +
+                std::to_string(sl.last_count) + "]");
+  // KV cells past the kept rows stay as they are: the next window's rows overwrite them before any read.
+  sl.committed = sl.last_first + n_keep;
+  sl.tokens.resize(size_t(sl.committed));
+  sl.last_count = n_keep;
+}
+
+void CudaBackend::release() {
+  // Work already queued finishes or faults; either way no window is in flight afterwards.
+  (void)cudaStreamSynchronize(impl_->stream);
+  (void)cudaGetLastError();
+  for (Slot& sl : impl_->slots) sl.last_window = -1;
+}
+
+CudaMemoryReport CudaBackend::memory() const { return impl_->mem; }
+int CudaBackend::graphs_captured() const { return int(impl_->graphs.size()); }
+std::string CudaBackend::device_name() const { return impl_->name; }
+
+int CudaBackend::device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace strata

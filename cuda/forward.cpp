@@ -1,0 +1,101 @@
+#include "cuda/forward.hpp"
+
+#include <cmath>
+
+#include "cuda/gemm.hpp"
+
+namespace strata {
+namespace cuda {
+
+void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream) {
+  const ModelConfig& c = *ctx.cfg;
+  const DeviceWeights& w = *ctx.w;
+  const Workspace& ws = ctx.ws;
+  const MetaLayout L(shape);
+  const int T = shape.rows, R = shape.out_rows;
+  const int H = c.hidden_size, FF = c.intermediate_size, HD = c.head_dim;
+  const int q_dim = c.num_heads * HD, kv_dim = c.num_kv_heads * HD;
+  const float eps = float(c.rms_norm_eps);
+  const int* tokens = ws.meta + L.tokens;
+  const int* pos = ws.meta + L.pos;
+  const int* slot = ws.meta + L.slot;
+  const int* out_rows = ws.meta + L.out_rows;
+
+  // The path is a function of the shape: every window with this many rows takes the same kernels, and windows
+  // below gemm_min_rows take the skinny kernel whose per-row bits do not depend on the row count.
+  const bool use_gemm = T >= ctx.gemm_min_rows;
+  const bool want16 = use_gemm && w.type == WType::BF16;
+  void* in16 = want16 ? ws.in16 : nullptr;
+  auto matmul = [&](const DeviceMatrix& m, const float* x, float* y) {
+    if (use_gemm)
+      gemm(ctx.cublas, m, want16 ? static_cast<const void*>(ws.in16) : static_cast<const void*>(x), T, y);
+    else
+      launch_matvec(m.ptr, m.type, m.rows, m.cols, x, T, y, stream);
+  };
+
+  launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
+  launch_add_rmsnorm(ws.x, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn, in16, stream);
+
+  QkvRopeParams qp;
+  qp.n_heads = c.num_heads;
+  qp.n_kv_heads = c.num_kv_heads;
+  qp.head_dim = HD;
+  qp.eps = eps;
+  qp.cos = ctx.rope_cos;
+  qp.sin = ctx.rope_sin;
+  qp.pos = pos;
+  qp.slot = slot;
+
+  AttentionParams ap;
+  ap.qkv = ws.qkv;
+  ap.qkv_stride = q_dim + 2 * kv_dim;
+  ap.n_heads = c.num_heads;
+  ap.n_kv_heads = c.num_kv_heads;
+  ap.head_dim = HD;
+  ap.scale = 1.0f / std::sqrt(float(HD));  // the CPU backend's scale, to the bit
+  ap.pos = pos;
+  ap.slot = slot;
+  ap.tile_first = ws.meta + L.tile_first;
+  ap.tile_rows = ws.meta + L.tile_rows;
+  ap.n_tiles = ws.meta + L.n_tiles;
+  ap.max_tiles = shape.tiles_cap;
+  ap.max_splits = ws.max_splits;
+  ap.grid_splits = shape.splits_cap;
+  ap.rows = T;
+  ap.part_acc = ws.part_acc;
+  ap.part_ml = ws.part_ml;
+  ap.out = ws.att;
+  ap.out16 = in16;
+
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const DeviceLayer& Ly = w.layers[l];
+    KvLayout kv = ctx.kv;
+    kv.layer_offset = l * ctx.kv_layer_stride;
+
+    matmul(Ly.wqkv, ws.xn, ws.qkv);
+    qp.bias = Ly.bqkv;
+    qp.q_norm = Ly.q_norm;
+    qp.k_norm = Ly.k_norm;
+    qp.kv = kv;
+    launch_qkv_rope(ws.qkv, T, qp, stream);
+    ap.kv = kv;
+    launch_attention(ap, stream);
+    matmul(Ly.wo, ws.att, ws.tmp);
+    launch_add_rmsnorm(ws.x, ws.tmp, Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, ws.xn, in16, stream);
+    matmul(Ly.wgu, ws.xn, ws.gu);
+    launch_swiglu(ws.gu, T, FF, ws.act, in16, stream);
+    matmul(Ly.wdown, ws.act, ws.tmp);
+    if (l + 1 < w.layers.size())
+      launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.layers[l + 1].attn_norm, nullptr, T, H, eps, true, ws.xn, in16,
+                         stream);
+  }
+  if (R == 0) return;
+  // Only rows that need an answer pay for the vocabulary projection; it always takes the skinny kernel (R is at
+  // most max_output_rows), so a row's logits never depend on R.
+  launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, nullptr, stream);
+  launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.fin, R, ws.logits, stream);
+  launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
+}
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,0 +1,50 @@
+// The forward pass of one window shape as a sequence of kernel launches on one stream: what a window graph
+// captures. Nothing here touches the host or synchronizes, so the whole sequence records into one graph and
+// replays with no host work per layer.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda/device_weights.hpp"
+#include "cuda/window_meta.hpp"
+#include "engine/model/model_config.hpp"
+
+namespace strata {
+namespace cuda {
+
+// Device buffers sized for the largest window (max_window_rows rows, max_output_rows logit rows).
+struct Workspace {
+  float* x = nullptr;        // [T][hidden] residual stream
+  float* xn = nullptr;       // [T][hidden] normed input of a matmul
+  float* tmp = nullptr;      // [T][hidden] sub-layer output
+  float* qkv = nullptr;      // [T][q_dim + 2 kv_dim]
+  float* att = nullptr;      // [T][q_dim]
+  float* gu = nullptr;       // [T][2 intermediate]
+  float* act = nullptr;      // [T][intermediate]
+  void* in16 = nullptr;      // [T][max(hidden, q_dim, intermediate)] bf16: the GEMM path's matmul input
+  float* part_acc = nullptr; // attention splits
+  float* part_ml = nullptr;
+  float* fin = nullptr;      // [R][hidden]
+  float* logits = nullptr;   // [R][vocab]
+  int* picks = nullptr;      // [R]
+  int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
+  int max_splits = 0;
+};
+
+struct ForwardContext {
+  const ModelConfig* cfg = nullptr;
+  const DeviceWeights* w = nullptr;
+  Workspace ws;
+  KvLayout kv;               // layer_offset 0; forward() adds each layer's
+  size_t kv_layer_stride = 0;  // floats per layer inside a slot
+  const float* rope_cos = nullptr;
+  const float* rope_sin = nullptr;
+  cublasHandle_t cublas = nullptr;
+  int gemm_min_rows = 65;
+};
+
+// Launches the whole window: embedding, every layer, final norm of the output rows, LM head and argmax.
+void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,0 +1,77 @@
+#include "cuda/window_meta.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "cuda/kernels/kernels.hpp"
+
+namespace strata {
+namespace cuda {
+namespace {
+
+// Capacities round up to powers of two so a handful of graphs covers every window of a row count.
+int pow2_at_least(int n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+bool WindowShape::operator<(const WindowShape& o) const {
+  return std::tie(rows, out_rows, tiles_cap, splits_cap) < std::tie(o.rows, o.out_rows, o.tiles_cap, o.splits_cap);
+}
+
+MetaLayout::MetaLayout(const WindowShape& s) {
+  tokens = 0;
+  pos = tokens + s.rows;
+  slot = pos + s.rows;
+  out_rows = slot + s.rows;
+  n_tiles = out_rows + s.out_rows;
+  tile_first = n_tiles + 1;
+  tile_rows = tile_first + s.tiles_cap;
+  words = tile_rows + s.tiles_cap;
+}
+
+WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits) {
+  WindowMeta m;
+  const int T = last - first;
+  // Query tiles: runs of consecutive rows of one slot at consecutive positions, cut every kAttnQueryTile.
+  std::vector<int> tile_first, tile_rows;
+  int max_pos = 0;
+  for (int i = 0; i < T; ++i) {
+    const Row& r = w.rows[size_t(first + i)];
+    max_pos = std::max(max_pos, int(r.pos));
+    const bool extends = !tile_first.empty() && tile_rows.back() < kAttnQueryTile &&
+                         w.rows[size_t(first + i - 1)].slot == r.slot && w.rows[size_t(first + i - 1)].pos + 1 == r.pos;
+    if (i > 0 && extends) {
+      ++tile_rows.back();
+    } else {
+      tile_first.push_back(i);
+      tile_rows.push_back(1);
+    }
+    if (r.want_pick || r.want_logits || r.n_logprobs >= 0) m.out_rows.push_back(i);
+  }
+  m.shape.rows = T;
+  m.shape.out_rows = int(m.out_rows.size());
+  m.shape.tiles_cap = std::min(T, pow2_at_least(int(tile_first.size())));
+  m.shape.splits_cap = std::min(max_splits, pow2_at_least(max_pos / kAttnSplit + 1));
+  const MetaLayout L(m.shape);
+  m.words.assign(size_t(L.words), 0);
+  for (int i = 0; i < T; ++i) {
+    const Row& r = w.rows[size_t(first + i)];
+    m.words[size_t(L.tokens + i)] = r.token;
+    m.words[size_t(L.pos + i)] = r.pos;
+    m.words[size_t(L.slot + i)] = r.slot;
+  }
+  for (size_t i = 0; i < m.out_rows.size(); ++i) m.words[size_t(L.out_rows) + i] = m.out_rows[i];
+  m.words[size_t(L.n_tiles)] = int32_t(tile_first.size());
+  for (size_t i = 0; i < tile_first.size(); ++i) {
+    m.words[size_t(L.tile_first) + i] = tile_first[i];
+    m.words[size_t(L.tile_rows) + i] = tile_rows[i];
+  }
+  return m;
+}
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,0 +1,40 @@
+// What a window graph reads from the host: per row token, position and slot; the rows that produce logits;
+// the attention query tiles. Packed into one int32 block whose layout is a function of the graph's shape
+// alone, so a graph captured for a shape reads the right words on every replay (one H2D copy, the graph's
+// first node).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/backend.hpp"
+
+namespace strata {
+namespace cuda {
+
+// A graph is captured per shape; windows of the same shape replay it.
+struct WindowShape {
+  int rows = 0;         // T
+  int out_rows = 0;     // R: rows whose logits are computed
+  int tiles_cap = 0;    // attention query tiles the grid covers (>= the window's tiles)
+  int splits_cap = 0;   // attention splits the grid covers (>= what the window's largest position needs)
+  bool operator<(const WindowShape& o) const;
+};
+
+struct MetaLayout {
+  int tokens = 0, pos = 0, slot = 0, out_rows = 0, n_tiles = 0, tile_first = 0, tile_rows = 0;
+  int words = 0;
+  explicit MetaLayout(const WindowShape& s);
+};
+
+struct WindowMeta {
+  WindowShape shape;
+  std::vector<int32_t> words;
+  std::vector<int> out_rows;  // indices into the segment's rows, in order
+};
+
+// Rows [first, last) of `window` as one graph replay. max_splits bounds splits_cap (the workspace's split
+// count); T rows make at most T tiles.
+WindowMeta build_window_meta(const Window& window, int first, int last, int max_splits);
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,0 +1,193 @@
+// The window invariants that make speculation and batching exact on the GPU (DESIGN.md invariants 1 and 2):
+// a verify window of T = 1..16 rows gives the bits and picks of T single-row windows, a row's logits do not
+// depend on the other slots in its window, and a window split into several graph replays (more output rows
+// than one replay holds) gives the bits of the whole.
+#include <catch2/catch.hpp>
+
+#include "cuda/cuda_backend.hpp"
+#include "engine/sampling/logprobs.hpp"
+#include "engine/sampling/sampler.hpp"
+#include "tests/cuda/cuda_test_util.hpp"
+
+using namespace strata;
+using namespace strata::cuda_test;
+
+namespace {
+
+CudaBackendOptions small_options(int slots, int context) {
+  CudaBackendOptions o;
+  o.max_slots = slots;
+  o.max_context = context;
+  return o;
+}
+
+// Logits and greedy picks of `tokens` fed one row per window into a fresh slot.
+std::vector<RowResult> single_rows(CudaBackend& be, SlotId s, const std::vector<TokenId>& tokens, int n) {
+  be.reset_slot(s);
+  std::vector<RowResult> out;
+  for (int i = 0; i < n; ++i) out.push_back(be.run_window(Window{{row(s, tokens[size_t(i)], i, true, true)}})[0]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T single-row windows") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  for (const char* name : {"llama", "qwen2", "qwen3"}) {
+    DYNAMIC_SECTION(name) {
+      auto model = load_model(models_dir() + "/" + name);
+      CudaBackend be(*model, small_options(2, 64));
+      const SlotId ref = be.open_slot(), s = be.open_slot();
+      be.set_sampling(ref, SamplingParams{0.0f});
+      be.set_sampling(s, SamplingParams{0.0f});
+      const int prefix = 5;
+      const auto tokens = prompt_tokens(prefix + 16, model->config.vocab_size, 3);
+      const auto want = single_rows(be, ref, tokens, prefix + 16);
+      for (int T = 1; T <= 16; ++T) {
+        INFO("T = " << T);
+        be.reset_slot(s);
+        be.run_window(chunk(s, tokens, 0, prefix));
+        const auto got = be.run_window(chunk(s, tokens, prefix, T, true));
+        REQUIRE(int(got.size()) == T);
+        for (int t = 0; t < T; ++t) {
+          INFO("row " << t);
+          CHECK(same_bits(got[size_t(t)].logits, want[size_t(prefix + t)].logits));
+          CHECK(got[size_t(t)].pick == want[size_t(prefix + t)].pick);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a row's logits are bit-identical alone and beside other slots' rows") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  auto model = load_model(models_dir() + "/qwen3");
+  const int V = model->config.vocab_size, n = 10, S = 8;
+  CudaBackend be(*model, small_options(S + 1, 64));
+  const SlotId alone = be.open_slot();
+  const auto p = prompt_tokens(n, V, 1);
+  const auto want = single_rows(be, alone, p, n);
+  std::vector<SlotId> slots;
+  for (int i = 0; i < S; ++i) slots.push_back(be.open_slot());
+  for (int i = 0; i < n; ++i) {
+    // Slot slots[3] carries the reference sequence; the others carry sequences of their own.
+    Window w;
+    for (int k = 0; k < S; ++k) {
+      const TokenId t = k == 3 ? p[size_t(i)] : prompt_tokens(n, V, 10 + k)[size_t(i)];
+      w.rows.push_back(row(slots[size_t(k)], t, i, true, true));
+    }
+    const auto got = be.run_window(w);
+    INFO("position " << i);
+    CHECK(same_bits(got[3].logits, want[size_t(i)].logits));
+    CHECK(got[3].pick == want[size_t(i)].pick);
+  }
+}
+
+TEST_CASE("rows of one slot interleaved with another slot's rows keep their bits") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  auto model = load_model(models_dir() + "/llama");
+  const int V = model->config.vocab_size, n = 12;
+  CudaBackend be(*model, small_options(3, 64));
+  const SlotId a = be.open_slot(), c = be.open_slot(), d = be.open_slot();
+  const auto p = prompt_tokens(n, V, 1), other = prompt_tokens(2 * n, V, 2);
+  const auto whole = be.run_window(chunk(a, p, 0, n));
+  for (int i = 0; i < n; ++i) {
+    Window mixed;
+    mixed.rows.push_back(row(d, other[size_t(2 * i)], 2 * i));
+    mixed.rows.push_back(row(c, p[size_t(i)], i));
+    mixed.rows.push_back(row(d, other[size_t(2 * i + 1)], 2 * i + 1));
+    const auto m = be.run_window(mixed);
+    INFO("position " << i);
+    CHECK(same_bits(whole[size_t(i)].logits, m[1].logits));
+  }
+}
+
+TEST_CASE("a window with more output rows than one replay holds gives the bits of single rows") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  auto model = load_model(models_dir() + "/qwen3_sharded");
+  CudaBackendOptions o = small_options(2, 64);
+  o.max_output_rows = 3;
+  CudaBackend be(*model, o);
+  const SlotId ref = be.open_slot(), s = be.open_slot();
+  const auto p = prompt_tokens(11, model->config.vocab_size, 4);
+  const auto want = single_rows(be, ref, p, 11);
+  const auto got = be.run_window(chunk(s, p, 0, 11, true));
+  for (int i = 0; i < 11; ++i) {
+    INFO("row " << i);
+    CHECK(same_bits(got[size_t(i)].logits, want[size_t(i)].logits));
+    CHECK(got[size_t(i)].pick == want[size_t(i)].pick);
+  }
+}
+
+TEST_CASE("a verify window trimmed by commit continues exactly like a slot that only ran the kept rows") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  auto model = load_model(models_dir() + "/llama");
+  CudaBackend be(*model, small_options(2, 64));
+  const auto p = prompt_tokens(12, model->config.vocab_size, 4);
+  const SlotId a = be.open_slot(), ref = be.open_slot();
+  const auto straight = be.run_window(chunk(ref, p, 0, 12));
+  be.run_window(chunk(a, p, 0, 8));
+  Window verify = chunk(a, p, 8, 2);
+  verify.rows.push_back(row(a, 5, 10));  // rejected drafts
+  verify.rows.push_back(row(a, 6, 11));
+  const auto v = be.run_window(verify);
+  CHECK(same_bits(v[0].logits, straight[8].logits));
+  CHECK(same_bits(v[1].logits, straight[9].logits));
+  be.commit(a, 2);
+  CHECK_THROWS_AS(be.run_window(chunk(a, p, 11, 1)), Error);
+  const auto next = be.run_window(chunk(a, p, 10, 2));
+  CHECK(same_bits(next[0].logits, straight[10].logits));
+  CHECK(same_bits(next[1].logits, straight[11].logits));
+}
+
+TEST_CASE("seeded, penalized and greedy picks equal engine/sampling's pick on the backend's own logits") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  auto model = load_model(models_dir() + "/qwen3");
+  const int V = model->config.vocab_size;
+  CudaBackend be(*model, small_options(3, 32));
+  SamplingParams seeded;
+  seeded.temperature = 0.9f;
+  seeded.top_k = 20;
+  seeded.top_p = 0.9f;
+  seeded.seed = 5;
+  SamplingParams penalized;
+  penalized.temperature = 0.0f;
+  penalized.repetition_penalty = 1.3f;
+  penalized.presence_penalty = 0.2f;
+  penalized.logit_bias = {{7, 2.5f}};
+  const SamplingParams greedy{0.0f};
+  const SamplingParams* params[] = {&seeded, &penalized, &greedy};
+  const auto p = prompt_tokens(10, V, 7);
+  for (const SamplingParams* sp : params) {
+    const SlotId s = be.open_slot();
+    be.set_sampling(s, *sp);
+    const auto res = be.run_window(chunk(s, p, 0, 10, true));
+    for (int i = 0; i < 10; ++i) {
+      INFO("row " << i << " temperature " << sp->temperature);
+      const TokenId expect = pick_token(res[size_t(i)].logits.data(), V, *sp, TokenHistory{p.data(), size_t(i) + 1}, i);
+      CHECK(res[size_t(i)].pick == expect);
+    }
+    be.close_slot(s);
+  }
+}
+
+TEST_CASE("logprobs are engine/sampling's log-softmax of the row's logits") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  auto model = load_model(models_dir() + "/llama");
+  CudaBackend be(*model, small_options(1, 32));
+  const SlotId s = be.open_slot();
+  be.set_sampling(s, SamplingParams{0.0f});
+  Row r = row(s, 3, 0, true, true);
+  r.n_logprobs = 5;
+  const auto res = be.run_window(Window{{r}});
+  REQUIRE(res[0].top.size() == 5);
+  float lp = 0;
+  std::vector<TopLogprob> top;
+  compute_logprobs(res[0].logits.data(), model->config.vocab_size, res[0].pick, 5, &lp, &top);
+  CHECK(res[0].pick_logprob == lp);
+  CHECK(res[0].top[0].token == res[0].pick);
+  for (size_t i = 0; i < top.size(); ++i) {
+    CHECK(res[0].top[i].token == top[i].token);
+    CHECK(res[0].top[i].logprob == top[i].logprob);
+  }
+}
