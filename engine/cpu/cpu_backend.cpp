@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <new>
 #include <string>
 
 #include "engine/cpu/cpu_weights.hpp"
@@ -23,7 +24,9 @@ struct Slot {
   SamplingParams params;
   long last_window = -1;         // the window whose rows commit() may trim
   int last_first = 0, last_count = 0;
-  std::vector<float> k, v;       // [layer][position][kv_dim]
+  // [layer][position][kv_dim], left uninitialized: a cell is always written by its row before any row
+  // reads it, and untouched pages of a long context then cost no memory.
+  std::unique_ptr<float[]> k, v;
 };
 
 // One slot's rows in a window: positions first .. first + rows.size() - 1.
@@ -256,6 +259,9 @@ CpuBackend::CpuBackend(const Model& model, CpuBackendOptions o) {
   if (o.max_slots < 1) throw Error("cpu backend: max_slots must be >= 1, found " + std::to_string(o.max_slots));
   if (o.max_context < 1)
     throw Error("cpu backend: max_context must be >= 1, found " + std::to_string(o.max_context));
+  if (o.max_context > (1 << 22))
+    throw Error("cpu backend: max_context " + std::to_string(o.max_context) + " is above the supported 4194304");
+  if (o.max_slots > 4096) throw Error("cpu backend: max_slots " + std::to_string(o.max_slots) + " is above 4096");
   if (!model.checkpoint) throw Error("cpu backend: model has no checkpoint");
   impl_ = std::make_unique<Impl>(model, o);
 }
@@ -276,10 +282,17 @@ SlotId CpuBackend::open_slot() {
   for (size_t s = 0; s < impl_->slots.size(); ++s) {
     Slot& sl = impl_->slots[s];
     if (sl.open) continue;
-    const size_t cells = size_t(impl_->cfg.num_layers) * impl_->opts.max_context * impl_->kv_dim;
-    if (sl.k.size() != cells) {  // allocated on first use, then kept for the slot's next tenant
-      sl.k.assign(cells, 0.0f);
-      sl.v.assign(cells, 0.0f);
+    if (!sl.k) {  // allocated on first use, then kept for the slot's next tenant
+      const size_t cells = size_t(impl_->cfg.num_layers) * impl_->opts.max_context * impl_->kv_dim;
+      try {
+        sl.k.reset(new float[cells]);
+        sl.v.reset(new float[cells]);
+      } catch (const std::bad_alloc&) {
+        sl.k.reset();
+        throw Error("cpu backend: cannot allocate the KV cache of a slot (" +
+                    std::to_string(2 * cells * sizeof(float) >> 20) + " MiB for max_context " +
+                    std::to_string(impl_->opts.max_context) + ")");
+      }
     }
     sl.open = true;
     sl.committed = 0;
