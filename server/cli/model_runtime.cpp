@@ -1,0 +1,101 @@
+#include "server/cli/model_runtime.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "config/default_model.hpp"
+#include "engine/core/faults.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/logging/logging.hpp"
+#include "server/cli/build_info.hpp"
+#ifdef STRATA_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace strata {
+namespace {
+
+std::string source_of(const SourceMap& sources, const std::string& name) {
+  auto it = sources.find(name);
+  return it == sources.end() ? "default" : it->second;
+}
+
+}  // namespace
+
+Device resolve_device(Device requested, const SourceMap& sources) {
+#ifdef STRATA_HAVE_CUDA
+  // The CUDA backend (cuda/) answers whether a device is usable; a build without it never asks.
+  if (requested == Device::Auto) return cuda_device_available() ? Device::Cuda : Device::Cpu;
+  return requested;
+#else
+  if (requested == Device::Cuda)
+    throw ConfigError("--device: 'cuda' but this build has no CUDA backend (configure with -DSTRATA_CUDA=ON) (from " +
+                      source_of(sources, "device") + ")");
+  return Device::Cpu;
+#endif
+}
+
+int resolve_ctx_size(int requested, const ModelConfig& model) {
+  if (requested > 0) return requested;
+  if (model.max_position_embeddings <= 0) return kDefaultCtxCap;
+  return std::min(model.max_position_embeddings, kDefaultCtxCap);
+}
+
+ModelRuntime load_model_runtime(const Config& config, const SourceMap& sources) {
+  ModelRuntime rt;
+  rt.model_dir = config.model.model_dir.empty() ? resolve_default_model_dir(current_executable_path())
+                                                : config.model.model_dir;
+  rt.device = resolve_device(config.backend.device, sources);
+  spdlog::info("loading model from {}", rt.model_dir);
+  try {
+    rt.model = load_model(rt.model_dir);
+  } catch (const std::exception& e) {
+    throw Error("cannot load model '" + rt.model_dir + "': " + e.what());
+  }
+  const std::string tok_path = config.model.tokenizer.empty() ? rt.model_dir : config.model.tokenizer;
+  try {
+    rt.tokenizer = Tokenizer::load(tok_path);
+  } catch (const std::exception& e) {
+    throw Error("cannot load tokenizer '" + tok_path + "': " + e.what());
+  }
+  const ModelConfig& mc = rt.model->config;
+  rt.ctx_size = resolve_ctx_size(config.backend.ctx_size, mc);
+  if (mc.max_position_embeddings > 0 && rt.ctx_size > mc.max_position_embeddings)
+    spdlog::warn("--ctx-size {} exceeds the model's max_position_embeddings {}", rt.ctx_size,
+                 mc.max_position_embeddings);
+  spdlog::info("model {}: {} layers, hidden {}, vocab {}; device {}, {} slots x {} positions", mc.architecture,
+               mc.num_layers, mc.hidden_size, mc.vocab_size, device_name(rt.device), config.backend.max_slots,
+               rt.ctx_size);
+  return rt;
+}
+
+Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config) {
+  std::shared_ptr<const Model> model = runtime.model;
+#ifdef STRATA_HAVE_CUDA
+  if (runtime.device == Device::Cuda) {
+    CudaBackendOptions opts;
+    opts.max_slots = config.backend.max_slots;
+    opts.max_context = runtime.ctx_size;
+    opts.kv_cache_gb = config.backend.kv_cache_gb;
+    opts.gpu_memory_fraction = config.backend.gpu_memory_fraction;
+    return [model, opts]() -> std::unique_ptr<Backend> { return make_cuda_backend(*model, opts); };
+  }
+#endif
+  CpuBackendOptions opts;
+  opts.max_slots = config.backend.max_slots;
+  opts.max_context = runtime.ctx_size;
+  opts.threads = config.backend.threads;
+  return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
+}
+
+void apply_fault_spec(Config& config, const SourceMap& sources) {
+  if (config.faults.spec.empty()) return;
+  try {
+    config.engine.faults = parse_fault_spec(config.faults.spec);
+  } catch (const std::exception& e) {
+    throw ConfigError(std::string("--debug-faults: ") + e.what() + " (from " + source_of(sources, "debug-faults") + ")");
+  }
+  spdlog::warn("fault injection is ON: {}", config.faults.spec);
+}
+
+}  // namespace strata

@@ -1,0 +1,43 @@
+// The pieces `serve` and `generate` both stand up from a Config: the loaded model, its tokenizer, the
+// device choice, and the factory the engine calls to build (and, after a watchdog recovery, rebuild) the
+// backend. Kept in one place so both commands size the backend the same way.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "config/config_sources.hpp"
+#include "engine/core/engine.hpp"
+#include "engine/model/weights.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+
+namespace strata {
+
+struct ModelRuntime {
+  std::shared_ptr<const Model> model;  // shared with the backend factory, which outlives nothing but it
+  std::unique_ptr<Tokenizer> tokenizer;
+  Device device = Device::Cpu;         // resolved: never Auto
+  int ctx_size = 0;                    // resolved positions per slot
+  std::string model_dir;
+};
+
+// Auto -> cuda when this build has CUDA and a GPU is visible, else cpu. Cuda in a CPU-only build is a
+// ConfigError naming --device.
+Device resolve_device(Device requested, const SourceMap& sources);
+
+// 0 -> the model's max_position_embeddings clipped to kDefaultCtxCap (kDefaultCtxCap when the model does
+// not say); an explicit value is kept.
+int resolve_ctx_size(int requested, const ModelConfig& model);
+
+// Loads model and tokenizer (model dir defaulting to the embedded model). Throws strata::Error with a
+// message naming what failed to load, or ConfigError for a bad --device.
+ModelRuntime load_model_runtime(const Config& config, const SourceMap& sources);
+
+// Builds the backend for `runtime` on its resolved device.
+Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config);
+
+// --debug-faults parsed into EngineOptions::faults. The grammar lives with the engine (engine/core/faults.hpp),
+// which config/ cannot link, so this is the one check of the spec; it throws ConfigError naming the option.
+void apply_fault_spec(Config& config, const SourceMap& sources);
+
+}  // namespace strata

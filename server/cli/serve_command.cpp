@@ -1,0 +1,100 @@
+// `strata serve`: load the model, start the engine and the HTTP server, serve until SIGTERM/SIGINT, then
+// drain (readiness false, new requests 503, running ones finish within --shutdown-timeout) and exit 0.
+#include <signal.h>
+
+#include <filesystem>
+#include <memory>
+#include <prometheus/registry.h>
+
+#include "config/config_cli.hpp"
+#include "engine/core/metrics.hpp"
+#include "engine/logging/logging.hpp"
+#include "engine/template/chat_template.hpp"
+#include "server/cli/build_info.hpp"
+#include "server/cli/commands.hpp"
+#include "server/cli/model_runtime.hpp"
+#include "server/cli/shutdown_signals.hpp"
+#include "server/server.hpp"
+
+namespace strata {
+namespace {
+
+std::string model_id_for(const Config& config, const std::string& model_dir) {
+  if (!config.server.served_model_names.empty()) return config.server.served_model_names.front();
+  std::filesystem::path p(model_dir);
+  std::string name = p.filename().string();
+  if (name.empty() || name == ".") name = p.parent_path().filename().string();
+  return name.empty() ? std::string("strata") : name;
+}
+
+// An explicit --chat-template must work; a broken template shipped with the checkpoint only disables chat.
+std::unique_ptr<ChatTemplate> load_chat_template(const Config& config, const Model& model) {
+  const bool from_flag = !config.server.chat_template_override.empty();
+  const std::string& source = from_flag ? config.server.chat_template_override : model.tokenizer_meta.chat_template;
+  if (source.empty()) {
+    spdlog::warn("the model has no chat template: /v1/chat/completions will answer 400 (use --chat-template FILE)");
+    return nullptr;
+  }
+  try {
+    return std::make_unique<ChatTemplate>(source);
+  } catch (const std::exception& e) {
+    if (from_flag) throw Error("--chat-template '" + config.model.chat_template_file + "': " + e.what());
+    spdlog::warn("the model's chat template does not compile ({}); chat completions are disabled", e.what());
+    return nullptr;
+  }
+}
+
+int run_serve(ConfigCli& cli) {
+  Config config = cli.build();
+  setup_logging(config.logging.format, config.logging.level);
+  apply_fault_spec(config, cli.sources());
+  // Before any thread exists, so the engine and HTTP threads inherit the blocked mask.
+  block_shutdown_signals();
+
+  spdlog::info("strata {} ({})", strata_version(), built_with_cuda() ? "CUDA" : "CPU only");
+  if (!config.config_file.empty()) spdlog::info("config file {}", config.config_file);
+  spdlog::debug("effective configuration:\n{}", describe_config(config, cli.sources(), kScopeAll));
+
+  ModelRuntime rt = load_model_runtime(config, cli.sources());
+  std::unique_ptr<ChatTemplate> chat_template = load_chat_template(config, *rt.model);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  config.engine.metrics = std::make_shared<Metrics>(registry, strata_version(), built_with_cuda() ? "yes" : "no",
+                                                    device_name(rt.device));
+
+  const std::vector<TokenId> eos_ids = rt.model->generation.eos_token_ids;
+  Engine engine(make_backend_factory(rt, config), *rt.tokenizer, eos_ids, config.engine);
+
+  ServingContext ctx;
+  ctx.engine = &engine;
+  ctx.tokenizer = rt.tokenizer.get();
+  ctx.chat_template = chat_template.get();
+  ctx.tokenizer_meta = rt.model->tokenizer_meta;
+  ctx.eos_ids = eos_ids;
+  ctx.max_context = engine.max_context();
+  ctx.model_id = model_id_for(config, rt.model_dir);
+  ctx.registry = registry;
+
+  HttpServer server(config.server, ctx);
+  server.start();
+  // e2e tests and scripts parse this line for the real port (--port 0 picks one).
+  spdlog::info("listening on http://{}:{}", config.server.host, server.port());
+
+  const int sig = wait_for_shutdown_signal();
+  exit_on_second_signal();
+  spdlog::info("{} received: draining (up to {} s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               config.server.shutdown_timeout_s);
+  server.drain_and_stop();
+  spdlog::info("stopped");
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& root) {
+  CLI::App* app = root.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
+  auto cli = std::make_shared<ConfigCli>(*app, kScopeAll);
+  return {app, [cli] { return run_serve(*cli); }};
+}
+
+}  // namespace strata

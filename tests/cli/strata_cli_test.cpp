@@ -1,0 +1,205 @@
+// The `strata` binary as a user meets it: help that documents every option, exit code 2 with the option
+// named for bad flags, environment and YAML, `generate` printing a completion, and `serve` listening,
+// answering and draining on SIGTERM.
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "config/option_table.hpp"
+#include "tests/cli/child_process.hpp"
+
+using namespace strata;
+using namespace strata::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kStrata = std::string(STRATA_BINARY_DIR) + "/strata";
+const std::string kFixture = std::string(STRATA_SOURCE_DIR) + "/tests/data/models/qwen3";
+
+RunResult strata(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  return run_process(kStrata, args, env);
+}
+
+std::string temp_file(const std::string& name, const std::string& contents) {
+  const auto dir = std::filesystem::temp_directory_path() / ("strata-cli-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << contents;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("strata serve --help lists every option with its default and environment variable") {
+  const RunResult r = strata({"serve", "--help"});
+  REQUIRE(r.exit_code == 0);
+  for (const auto& o : option_table()) {
+    INFO("--" << o.name);
+    CHECK_THAT(r.out, Contains("--" + o.name));
+    CHECK_THAT(r.out, Contains(o.env_name()));
+  }
+  CHECK_THAT(r.out, Contains("--config"));
+  CHECK_THAT(r.out, Contains("Default: 127.0.0.1"));
+  CHECK_THAT(r.out, Contains("Default: 8080"));
+}
+
+TEST_CASE("strata generate --help lists the model options and the generation flags, not the server's") {
+  const RunResult r = strata({"generate", "--help"});
+  REQUIRE(r.exit_code == 0);
+  for (const char* flag : {"--model", "--prompt", "--max-tokens", "--temperature", "--seed", "--top-k", "--top-p",
+                           "--device", "--threads"})
+    CHECK_THAT(r.out, Contains(flag));
+  CHECK_THAT(r.out, !Contains("--api-key"));
+}
+
+TEST_CASE("a bad flag value exits 2 naming the option and the flag") {
+  const RunResult r = strata({"serve", "--port", "eighty"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--port") && Contains("'eighty' is not an integer") && Contains("flag --port"));
+  const RunResult range = strata({"serve", "--max-slots", "0"});
+  CHECK(range.exit_code == 2);
+  CHECK_THAT(range.err, Contains("--max-slots"));
+}
+
+TEST_CASE("an unknown flag or subcommand exits 2") {
+  CHECK(strata({"serve", "--no-such-flag"}).exit_code == 2);
+  CHECK(strata({"no-such-command"}).exit_code == 2);
+  CHECK(strata({}).exit_code == 2);
+}
+
+TEST_CASE("a bad environment value exits 2 naming the variable") {
+  const RunResult r = strata({"serve"}, {{"STRATA_PORT", "abc"}});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--port") && Contains("env STRATA_PORT"));
+}
+
+TEST_CASE("a bad YAML file exits 2 naming file and line") {
+  const std::string path = temp_file("bad.yaml", "host: 127.0.0.1\nmax_slot: 3\n");
+  const RunResult r = strata({"serve", "--config", path});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(path + ":2") && Contains("unknown option 'max_slot'"));
+  const std::string typed = temp_file("typed.yaml", "port: many\n");
+  const RunResult t = strata({"serve", "--config", typed});
+  CHECK(t.exit_code == 2);
+  CHECK_THAT(t.err, Contains("--port") && Contains(typed + ":1"));
+}
+
+TEST_CASE("cross-option rules exit 2: faults need enabling, cuda needs a CUDA build, a bad fault spec") {
+  const RunResult faults = strata({"serve", "--debug-faults", "throw@window=1"});
+  CHECK(faults.exit_code == 2);
+  CHECK_THAT(faults.err, Contains("--enable-debug-faults"));
+  const RunResult spec = strata({"serve", "--model", kFixture, "--enable-debug-faults", "--debug-faults", "explode@now"});
+  CHECK(spec.exit_code == 2);
+  CHECK_THAT(spec.err, Contains("--debug-faults"));
+#ifndef STRATA_TEST_CUDA_BUILD
+  const RunResult cuda = strata({"generate", "--model", kFixture, "--prompt", "x", "--device", "cuda"});
+  CHECK(cuda.exit_code == 2);
+  CHECK_THAT(cuda.err, Contains("--device") && Contains("CUDA"));
+#endif
+}
+
+TEST_CASE("a model directory that cannot be loaded exits 1 with the path in the message") {
+  const RunResult r = strata({"serve", "--model", "/nonexistent/model-dir", "--port", "0"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("/nonexistent/model-dir"));
+}
+
+TEST_CASE("strata version names the version and the backends") {
+  const RunResult r = strata({"version"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("strata ") && Contains("backends: cpu"));
+}
+
+TEST_CASE("strata generate prints a completion on stdout, the same one twice when greedy") {
+  const std::vector<std::string> args = {"generate", "--model", kFixture, "--prompt", "Hello, world", "--max-tokens",
+                                         "12", "--ignore-eos", "--threads", "1"};
+  const RunResult a = strata(args);
+  INFO(a.err);
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out.size() > 1);  // 12 tokens of text and the final newline
+  const RunResult b = strata(args);
+  CHECK(b.out == a.out);
+  // Logs stay on stderr: the completion line is not mixed with them.
+  CHECK_THAT(a.err, Contains("completion_tokens=12"));
+  CHECK_THAT(a.out, !Contains("completion_tokens"));
+}
+
+TEST_CASE("strata generate with seeded sampling repeats for the same seed") {
+  const std::vector<std::string> args = {"generate", "--model", kFixture, "--prompt", "Once", "--max-tokens", "10",
+                                         "--temperature", "1.0", "--seed", "42", "--ignore-eos", "--threads", "1"};
+  const RunResult a = strata(args);
+  REQUIRE(a.exit_code == 0);
+  CHECK(strata(args).out == a.out);
+}
+
+TEST_CASE("strata generate refuses out-of-range generation flags with exit 2") {
+  const RunResult r = strata({"generate", "--model", kFixture, "--prompt", "x", "--temperature", "500"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--temperature"));
+  CHECK(strata({"generate", "--model", kFixture}).exit_code == 2);  // --prompt is required
+}
+
+TEST_CASE("--log-format json makes every stderr line a JSON object with ts, level, msg, request_id") {
+  const RunResult r = strata({"generate", "--model", kFixture, "--prompt", "Hi", "--max-tokens", "4", "--log-format",
+                              "json", "--threads", "1"});
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.err);
+  int n = 0;
+  bool saw_request_line = false;
+  for (std::string line; std::getline(lines, line);) {
+    INFO(line);
+    const auto j = nlohmann::json::parse(line);  // throws (fails the test) on a non-JSON line
+    CHECK(j.contains("ts"));
+    CHECK(j.contains("level"));
+    CHECK(j.contains("msg"));
+    CHECK(j.contains("request_id"));
+    if (j["request_id"] == "generate-1") saw_request_line = true;
+    ++n;
+  }
+  CHECK(n >= 2);
+  CHECK(saw_request_line);
+}
+
+TEST_CASE("strata serve on port 0 logs its real address, answers /health and exits 0 on SIGTERM") {
+  ChildProcess server(kStrata, {"serve", "--model", kFixture, "--port", "0", "--threads", "1", "--max-slots", "2"});
+  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
+  // The line may still be arriving: wait for its end.
+  REQUIRE(server.wait_for_stderr("\n", std::chrono::seconds(5)));
+  std::smatch m;
+  const std::string err = server.err();
+  REQUIRE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)\n")));
+  const int port = std::stoi(m[1]);
+  CHECK(port > 0);
+
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  auto health = client.Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  auto models = client.Get("/v1/models");
+  REQUIRE(models);
+  CHECK(models->status == 200);
+  CHECK_THAT(models->body, Contains("qwen3"));
+
+  server.signal(SIGTERM);
+  const RunResult r = server.finish(std::chrono::seconds(60));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("SIGTERM received"));
+}
+
+TEST_CASE("strata serve with no --model serves the embedded default model") {
+  ChildProcess server(kStrata, {"serve", "--port", "0", "--threads", "1", "--max-slots", "1"});
+  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
+  CHECK_THAT(server.err(), Contains("loading model from") && Contains("models/"));
+  server.signal(SIGINT);
+  CHECK(server.finish(std::chrono::seconds(60)).exit_code == 0);
+}
