@@ -122,6 +122,24 @@ void compose(std::vector<char32_t>& cps) {
   cps.resize(w);
 }
 
+bool in_ranges(const ud::CodePointRange* table, size_t size, char32_t cp) {
+  const auto* end = table + size;
+  const auto* it = std::upper_bound(table, end, cp, [](char32_t c, const ud::CodePointRange& r) { return c < r.first; });
+  return it != table && (it - 1)->last >= cp;
+}
+
+// True when no code point of the text can change under the composed form (the generated "unsafe"
+// set holds every non-starter, second half of a composition, and code point the form remaps).
+bool already_composed(std::string_view text, bool compat) {
+  const ud::CodePointRange* table = compat ? ud::kNfkcUnsafe : ud::kNfcUnsafe;
+  const size_t size = compat ? ud::kNfkcUnsafeSize : ud::kNfcUnsafeSize;
+  bool stable = true;
+  utf8::for_each_code_point(text, [&](char32_t cp, size_t, size_t) {
+    if (stable && cp >= 0x80 && in_ranges(table, size, cp)) stable = false;
+  });
+  return stable;
+}
+
 }  // namespace
 
 std::string normalize(std::string_view text, Form form) {
@@ -129,6 +147,7 @@ std::string normalize(std::string_view text, Form form) {
   if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
     return std::string(text);
   const bool compat = form == Form::NFKC || form == Form::NFKD;
+  if ((form == Form::NFC || form == Form::NFKC) && already_composed(text, compat)) return std::string(text);
   std::vector<char32_t> cps;
   cps.reserve(text.size());
   utf8::for_each_code_point(text, [&](char32_t cp, size_t, size_t) { decompose_into(cps, cp, compat); });

@@ -15,6 +15,9 @@ struct Decomposition {
   uint32_t offset;  // into the matching *Data array
   uint32_t length;
 };
+struct CodePointRange {
+  char32_t first, last;  // inclusive
+};
 struct Composition {
   char32_t first, second, composite;
 };
@@ -30,5 +33,10 @@ extern const Decomposition kCompatibility[];  // full NFKD expansion
 extern const size_t kCompatibilitySize;
 extern const Composition kCompositions[];  // primary composites only
 extern const size_t kCompositionsSize;
+// Code points (>= U+0080) whose presence may make text change under NFC / NFKC (see the generator).
+extern const CodePointRange kNfcUnsafe[];
+extern const size_t kNfcUnsafeSize;
+extern const CodePointRange kNfkcUnsafe[];
+extern const size_t kNfkcUnsafeSize;
 
 }  // namespace strata::unicode_data

@@ -23,6 +23,7 @@ TEST_CASE("NFC maps singletons and keeps composition exclusions decomposed") {
 
 TEST_CASE("Hangul syllables decompose and compose algorithmically") {
   CHECK(unicode::normalize("\u1100\u1161\u11a8", Form::NFC) == "\uac01");
+  CHECK(unicode::normalize("\uac00\u11a8", Form::NFC) == "\uac01");  // LV syllable + trailing consonant
   CHECK(unicode::normalize("\uac01", Form::NFD) == "\u1100\u1161\u11a8");
 }
 
@@ -35,4 +36,12 @@ TEST_CASE("NFKC folds compatibility characters, NFC leaves them") {
 TEST_CASE("NFD fully decomposes precomposed letters") {
   CHECK(unicode::normalize("\u1e69", Form::NFD) == "s\u0323\u0307");
   CHECK(unicode::normalize("plain", Form::NFD) == "plain");
+}
+
+TEST_CASE("text that is already composed comes back unchanged, whatever its script") {
+  const std::string text = "\u041f\u0440\u0438\u0432\u0435\u0442 \u4f60\u597d \ud55c\uad6d \u00e9t\u00e9 \U0001F600";
+  CHECK(unicode::normalize(text, Form::NFC) == text);
+  CHECK(unicode::normalize(text, Form::NFKC) == text);
+  // One combining mark anywhere still composes with its base.
+  CHECK(unicode::normalize(text + " e\u0301", Form::NFC) == text + " \u00e9");
 }
