@@ -298,6 +298,12 @@ struct CudaBackend::Impl {
     auto it = graphs.find(shape);
     if (it != graphs.end()) return it->second->exec;
     if (graphs.size() >= kMaxGraphs) graphs.clear();
+    // One eager run first: it loads every kernel module (lazy loading) and lets cuBLAS settle its choices
+    // outside the capture. It is idempotent — the replay below writes the same KV cells with the same values —
+    // so it costs time on a shape's first window only.
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(fwd.ws.meta, meta_host.get(), meta_bytes, cudaMemcpyHostToDevice, stream));
+    cuda::record_forward(fwd, shape, stream);
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     STRATA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
       // The first node copies this replay's metadata: replays read whatever the pinned block holds then.

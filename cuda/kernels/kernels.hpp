@@ -52,7 +52,7 @@ void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, cudaStream_t 
 // kAttnSplit positions at fixed boundaries (multiples of kAttnSplit), each split walked in tiles of
 // kAttnTile positions with an online softmax; splits are then merged in order. The arithmetic of a row
 // depends on its position and its slot's KV alone, never on the window.
-constexpr int kAttnSplit = 512;
+constexpr int kAttnSplit = 128;
 constexpr int kAttnTile = 32;
 constexpr int kAttnQueryTile = 16;  // rows of one slot at consecutive positions that share K/V tile loads
 
