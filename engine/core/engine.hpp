@@ -4,11 +4,13 @@
 #include <memory>
 #include <string>
 
+#include "engine/core/faults.hpp"
 #include "engine/core/request.hpp"
 
 namespace strata {
 
 class Tokenizer;
+class Metrics;
 
 enum class SubmitResult { Accepted, QueueFull, Draining, NotReady };
 
@@ -17,6 +19,9 @@ struct EngineOptions {
   double watchdog_timeout_s = 30.0;
   int watchdog_max_restarts = 3;
   int prefill_chunk = 256;       // prompt rows per window
+  int max_window_tokens = 2048;  // rows per window in all (decode rows first, then prompt chunks)
+  std::shared_ptr<Metrics> metrics;  // may be null
+  FaultPlan faults;              // empty: no fault injection
 };
 
 struct EngineStats {

@@ -1,0 +1,705 @@
+// The engine thread and its supervision. Ownership of the scheduler state (running, resume, in_call) moves
+// only through CallGuard: the engine thread owns it except while a backend call it made is claimed by the
+// watchdog, after which the watchdog owns it until it hands it to a fresh engine thread. HTTP threads touch
+// only `waiting` and the flags, under `mu`.
+#include "engine/core/engine.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <type_traits>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/core/fault_backend.hpp"
+#include "engine/core/metrics.hpp"
+#include "engine/core/output.hpp"
+#include "engine/core/scheduler.hpp"
+#include "engine/core/slot_state.hpp"
+#include "engine/core/watchdog.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+
+namespace strata {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Unwinds an engine thread whose call the watchdog claimed: from that point it owns nothing.
+struct Abandoned {};
+
+// An exception that came out of a backend call (as opposed to the engine's own code).
+struct BackendFailure {
+  std::string what;
+};
+
+struct Failure {
+  int http_status;
+  std::string code;
+  std::string message;
+};
+
+}  // namespace
+
+// One backend and the heartbeat of the thread that drives it. A stalled thread keeps its incarnation alive
+// (and with it the backend) for as long as it stays stuck; the engine moves on with a new one.
+struct Incarnation {
+  std::shared_ptr<Backend> backend;
+  CallGuard guard;
+};
+
+struct Engine::Impl {
+  Impl(BackendFactory f, const Tokenizer& t, std::vector<TokenId> eos, EngineOptions o)
+      : factory(std::move(f)), tok(t), out(t, std::move(eos)), opts(std::move(o)) {
+    if (!opts.faults.empty()) faults = std::make_shared<FaultInjector>(opts.faults);
+  }
+
+  BackendFactory factory;
+  const Tokenizer& tok;
+  OutputProcessor out;
+  EngineOptions opts;
+  std::shared_ptr<FaultInjector> faults;
+  std::atomic<int> max_context{0}, vocab_size{0}, max_slots{0};
+
+  // Shared with HTTP threads; guarded by mu.
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<SlotState>> waiting;
+  bool stopping = false, draining = false, failed = false, engine_alive = false;
+  std::shared_ptr<Incarnation> current;
+  std::thread engine_thread;
+
+  // Published by the owner of the scheduler state for stats(), idle(), ready().
+  std::atomic<int> n_running{0}, n_resume{0}, n_busy{0};
+  std::atomic<long> n_cached_positions{0};
+  std::atomic<bool> loading{true};
+
+  // Scheduler state (see the file comment for who owns it when).
+  std::vector<std::unique_ptr<SlotState>> running;  // admission order
+  std::deque<std::unique_ptr<SlotState>> resume;    // requeued by a restart; admitted before `waiting`
+  std::vector<SlotState*> in_call;                  // requests the call in flight works for
+  BackendInfo info;
+  uint64_t windows_run = 0;
+  int consecutive_faults = 0;
+
+  std::unique_ptr<Watchdog> watchdog;
+
+  // ---- backend calls -------------------------------------------------------------------------------
+  template <class F>
+  auto guarded(Incarnation& inc, CallInfo what, F&& f) -> decltype(f()) {
+    uint64_t ticket = inc.guard.begin(std::move(what));
+    try {
+      if constexpr (std::is_void_v<decltype(f())>) {
+        f();
+        if (!inc.guard.end(ticket)) throw Abandoned{};
+      } else {
+        auto r = f();
+        if (!inc.guard.end(ticket)) throw Abandoned{};
+        return r;
+      }
+    } catch (const Abandoned&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (!inc.guard.end(ticket)) throw Abandoned{};
+      throw BackendFailure{e.what()};
+    } catch (...) {
+      if (!inc.guard.end(ticket)) throw Abandoned{};
+      throw BackendFailure{"unknown exception"};
+    }
+  }
+  static CallInfo call(const char* what) { return CallInfo{what, 0, "", ""}; }
+
+  std::unique_ptr<Backend> make_backend() {
+    std::unique_ptr<Backend> b = factory();
+    if (!b) throw Error("backend factory returned no backend");
+    BackendInfo i = b->info();
+    if (i.max_slots < 1) throw Error("backend '" + i.name + "' reports no slots (max_slots < 1)");
+    if (i.max_context < 1) throw Error("backend '" + i.name + "' reports max_context < 1");
+    if (faults) b = faults->wrap(std::move(b));
+    return b;
+  }
+
+  void adopt_info(const BackendInfo& i) {
+    info = i;
+    max_context.store(i.max_context);
+    vocab_size.store(i.vocab_size);
+    max_slots.store(i.max_slots);
+    if (opts.metrics) opts.metrics->set_slots(n_busy.load(), i.max_slots);
+  }
+
+  // ---- finishing requests --------------------------------------------------------------------------
+  void deliver_finish(SlotState& s, FinishEvent f) {
+    auto now = Clock::now();
+    f.prompt_tokens = s.n_prompt;
+    f.completion_tokens = s.n_generated;
+    f.total_seconds = seconds(s.req->arrival, now);
+    f.queue_seconds = s.admitted_once ? seconds(s.req->arrival, s.admitted) : f.total_seconds;
+    f.ttft_seconds = s.n_generated > 0 ? seconds(s.req->arrival, s.first_token) : 0.0;
+    if (opts.metrics) {
+      opts.metrics->e2e_latency(f.total_seconds);
+      opts.metrics->request_lengths(s.n_prompt, s.n_generated);
+    }
+    spdlog::info(
+        "request finished id={} prompt_tokens={} completion_tokens={} ttft_s={:.4f} total_s={:.4f} "
+        "finish_reason={} status={}{}{}",
+        s.req->id, f.prompt_tokens, f.completion_tokens, f.ttft_seconds, f.total_seconds,
+        finish_reason_name(f.reason), f.http_status, f.error_code.empty() ? "" : " error_code=", f.error_code);
+    s.done = true;
+    s.channel->push(Event{std::nullopt, std::move(f)});
+  }
+
+  void deliver_error(SlotState& s, const Failure& fault) {
+    FinishEvent f;
+    f.reason = FinishReason::Error;
+    f.http_status = fault.http_status;
+    f.error_code = fault.code;
+    f.error_message = fault.message;
+    deliver_finish(s, std::move(f));
+  }
+
+  void deliver_cancel(SlotState& s) {
+    FinishEvent f;
+    f.reason = FinishReason::Cancelled;
+    f.http_status = 499;  // client closed the request (nginx's convention); nobody reads the body
+    f.error_code = "cancelled";
+    deliver_finish(s, std::move(f));
+  }
+
+  // Frees the slot of a finished request and drops it from `running`.
+  void retire(Incarnation& inc, SlotState* s) {
+    if (s->slot != kNoSlot) {
+      SlotId slot = s->slot;
+      s->slot = kNoSlot;
+      n_busy.fetch_sub(1);
+      guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(slot); });
+    }
+    running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == s; }),
+                  running.end());
+  }
+
+  // ---- recovery (run by whichever thread owns the scheduler state) ----------------------------------
+  void fail_in_call(const Failure& fault) {
+    for (SlotState* s : in_call)
+      if (!s->done) deliver_error(*s, fault);
+    in_call.clear();
+  }
+
+  // The backend is gone: every slot is lost. Requests that were not in the failed call go back to the front
+  // of the line and recompute their history on the new backend.
+  void requeue_running() {
+    std::deque<std::unique_ptr<SlotState>> back;
+    for (auto& s : running) {
+      if (s->done) continue;
+      s->slot = kNoSlot;
+      s->n_cached = 0;
+      s->suppressing = false;
+      back.push_back(std::move(s));
+    }
+    running.clear();
+    for (auto& s : resume) back.push_back(std::move(s));
+    resume = std::move(back);
+    n_busy.store(0);
+  }
+
+  void fail_everything(const Failure& fault) {
+    fail_in_call(fault);
+    for (auto& s : running)
+      if (!s->done) deliver_error(*s, fault);
+    running.clear();
+    for (auto& s : resume) deliver_error(*s, fault);
+    resume.clear();
+    std::deque<std::unique_ptr<SlotState>> queued;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      queued.swap(waiting);
+    }
+    for (auto& s : queued) deliver_error(*s, fault);
+    n_busy.store(0);
+    publish();
+  }
+
+  // Counts a fault; false when the engine gives up (liveness then fails).
+  bool count_fault() {
+    ++consecutive_faults;
+    if (consecutive_faults > opts.watchdog_max_restarts) {
+      spdlog::critical("engine: {} faults in a row without a good window (watchdog_max_restarts={}); giving up",
+                       consecutive_faults, opts.watchdog_max_restarts);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        failed = true;
+      }
+      loading.store(false);
+      fail_everything({503, "engine_failed", "the engine failed repeatedly and stopped serving"});
+      return false;
+    }
+    if (opts.metrics) opts.metrics->engine_restart();
+    loading.store(true);
+    return true;
+  }
+
+  // Engine thread, after an exception: the thread itself is fine, so it rebuilds in place.
+  bool on_fault(Incarnation& inc, const Failure& fault) {
+    spdlog::error("engine fault: {} ({}); ending {} request(s) of the failed call and rebuilding the backend",
+                  fault.message, fault.code, in_call.size());
+    fail_in_call(fault);
+    requeue_running();
+    try {
+      inc.backend.reset();
+    } catch (...) {
+      spdlog::error("engine: backend destructor threw during recovery");
+    }
+    publish();
+    return count_fault();
+  }
+
+  // Watchdog thread: a backend call has run past the timeout.
+  void watch() {
+    std::shared_ptr<Incarnation> inc;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!engine_alive) return;
+      inc = current;
+    }
+    std::optional<StalledCall> stalled = inc->guard.claim_if_stalled(opts.watchdog_timeout_s);
+    if (!stalled) return;
+    // From here this thread owns the scheduler state; the engine thread leaves when (if) its call returns.
+    spdlog::error("{}", describe_stall(*stalled, opts.watchdog_timeout_s, info.name));
+    if (opts.metrics) opts.metrics->watchdog_stall();
+    loading.store(true);
+    try {
+      if (inc->backend) inc->backend->release();
+    } catch (const std::exception& e) {
+      spdlog::error("engine: backend release() threw: {}", e.what());
+    }
+    std::ostringstream msg;
+    msg << "the engine stalled: " << stalled->info.what << " ran past the watchdog timeout of "
+        << opts.watchdog_timeout_s << " s";
+    fail_in_call({503, "engine_stalled", msg.str()});
+    requeue_running();
+    publish();
+    bool stop_now;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (engine_thread.joinable()) engine_thread.detach();
+      stop_now = stopping;
+    }
+    bool go_on = !stop_now && count_fault();
+    if (stop_now) fail_everything({503, "engine_shutdown", "the engine shut down"});
+    std::lock_guard<std::mutex> lock(mu);
+    if (!go_on) {
+      engine_alive = false;
+      cv.notify_all();
+      return;
+    }
+    auto next = std::make_shared<Incarnation>();
+    current = next;
+    engine_thread = std::thread([this, next] { thread_main(next); });
+  }
+
+  // ---- the engine thread ---------------------------------------------------------------------------
+  void thread_main(std::shared_ptr<Incarnation> inc) {
+    try {
+      serve(*inc);
+    } catch (const Abandoned&) {
+      return;  // the watchdog took over; `this` may not even exist any more
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    engine_alive = false;
+    cv.notify_all();
+  }
+
+  void serve(Incarnation& inc) {
+    for (;;) {
+      try {
+        if (!inc.backend) {
+          inc.backend = guarded(inc, call("load backend"), [&] { return std::shared_ptr<Backend>(make_backend()); });
+          adopt_info(inc.backend->info());
+          loading.store(false);
+        }
+        if (!step(inc)) return;
+      } catch (const Abandoned&) {
+        throw;
+      } catch (const BackendFailure& e) {
+        if (!on_fault(inc, {500, "backend_error", "backend failure: " + e.what})) return;
+      } catch (const std::exception& e) {
+        if (!on_fault(inc, {500, "engine_error", std::string("engine failure: ") + e.what()})) return;
+      } catch (...) {
+        if (!on_fault(inc, {500, "engine_error", "engine failure: unknown exception"})) return;
+      }
+    }
+  }
+
+  // One scheduler iteration; false once a stop has ended every request.
+  bool step(Incarnation& inc) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (running.empty() && resume.empty())
+        cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return stopping || !waiting.empty(); });
+      if (stopping) {
+        lock.unlock();
+        shutdown(inc);
+        return false;
+      }
+    }
+    sweep_cancelled(inc);
+    admit(inc);
+    if (running.empty() && !resume.empty()) {
+      // The backend refused a slot with none in use; give it a moment rather than spin.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return true;
+    }
+    finish_exhausted(inc);
+    publish();
+    if (!running.empty()) run_window(inc);
+    publish();
+    return true;
+  }
+
+  void shutdown(Incarnation& inc) {
+    Failure f{503, "engine_shutdown", "the engine shut down before the request finished"};
+    for (auto& s : running) {
+      if (s->done) continue;
+      deliver_error(*s, f);
+      if (s->slot != kNoSlot) {
+        try {
+          guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(s->slot); });
+        } catch (const BackendFailure&) {
+          // The process is going away; the backend is destroyed next anyway.
+        }
+      }
+    }
+    running.clear();
+    fail_everything(f);
+  }
+
+  void sweep_cancelled(Incarnation& inc) {
+    std::vector<SlotState*> gone;
+    for (auto& s : running)
+      if (s->channel->cancelled()) gone.push_back(s.get());
+    for (SlotState* s : gone) {
+      deliver_cancel(*s);
+      retire(inc, s);
+    }
+    for (auto it = resume.begin(); it != resume.end();) {
+      if ((*it)->channel->cancelled()) {
+        deliver_cancel(**it);
+        it = resume.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<std::unique_ptr<SlotState>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto it = waiting.begin(); it != waiting.end();) {
+        if ((*it)->channel->cancelled()) {
+          dropped.push_back(std::move(*it));
+          it = waiting.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& s : dropped) deliver_cancel(*s);
+  }
+
+  void configure_sampling(Incarnation& inc, SlotState& s) {
+    SamplingParams p = s.req->sampling;
+    s.suppressing = s.n_generated < s.req->min_tokens;
+    if (s.suppressing) {
+      std::vector<TokenId> mask = out.min_tokens_mask(*s.req);
+      p.suppressed.insert(p.suppressed.end(), mask.begin(), mask.end());
+    }
+    guarded(inc, call("set_sampling"), [&] { inc.backend->set_sampling(s.slot, p); });
+  }
+
+  void admit(Incarnation& inc) {
+    while (static_cast<int>(running.size()) < info.max_slots) {
+      std::unique_ptr<SlotState> next;
+      if (!resume.empty()) {
+        next = std::move(resume.front());
+        resume.pop_front();
+      } else {
+        std::lock_guard<std::mutex> lock(mu);
+        if (waiting.empty()) break;
+        next = std::move(waiting.front());
+        waiting.pop_front();
+      }
+      running.push_back(std::move(next));
+      SlotState& s = *running.back();
+      in_call = {&s};
+      SlotId slot = guarded(inc, call("open_slot"), [&] { return inc.backend->open_slot(); });
+      if (slot == kNoSlot) {
+        // The backend has less room than it advertised: wait for a running request to leave.
+        resume.push_front(std::move(running.back()));
+        running.pop_back();
+        in_call.clear();
+        break;
+      }
+      s.slot = slot;
+      n_busy.fetch_add(1);
+      configure_sampling(inc, s);
+      if (!s.admitted_once) {
+        s.admitted_once = true;
+        s.admitted = Clock::now();
+        if (opts.metrics) {
+          opts.metrics->queue_time(seconds(s.req->arrival, s.admitted));
+          opts.metrics->prompt_tokens(s.n_prompt);
+        }
+      }
+      in_call.clear();
+    }
+  }
+
+  // Requests with nothing left to compute and no pick to make (max_tokens == 0 once the prompt is in).
+  void finish_exhausted(Incarnation& inc) {
+    std::vector<SlotState*> done;
+    for (auto& s : running)
+      if (s->slot != kNoSlot && s->pending_rows() == 0 && !s->wants_pick()) done.push_back(s.get());
+    for (SlotState* s : done) {
+      deliver_finish(*s, out.finish_length(*s));
+      retire(inc, s);
+    }
+  }
+
+  CallInfo describe(const PlannedWindow& plan) const {
+    CallInfo ci;
+    ci.what = "window";
+    ci.window_index = windows_run + 1;
+    std::ostringstream shape;
+    shape << plan.kind() << ": " << plan.window.rows.size() << " rows (" << plan.decode_rows << " decode, "
+          << plan.prefill_rows << " prefill) over " << plan.members.size() << " slots";
+    ci.shape = shape.str();
+    std::ostringstream slots;
+    size_t i = 0;
+    for (SlotState* s : plan.members) {
+      while (i < plan.row_owner.size() && plan.row_owner[i] != s) ++i;
+      size_t j = i;
+      while (j < plan.row_owner.size() && plan.row_owner[j] == s) ++j;
+      if (slots.tellp() > 0) slots << ", ";
+      slots << "slot " << s->slot << " (request " << s->req->id << ") pos " << plan.window.rows[i].pos << ".."
+            << plan.window.rows[j - 1].pos;
+      i = j;
+    }
+    ci.slots = slots.str();
+    return ci;
+  }
+
+  void run_window(Incarnation& inc) {
+    std::vector<SlotState*> live;
+    for (auto& s : running)
+      if (s->slot != kNoSlot) live.push_back(s.get());
+    WindowBudget budget;
+    budget.max_rows = opts.max_window_tokens;
+    if (info.max_window_rows > 0) budget.max_rows = std::min(budget.max_rows, info.max_window_rows);
+    budget.prefill_rows = opts.prefill_chunk;
+    PlannedWindow plan = plan_window(live, budget);
+    if (plan.window.rows.empty()) return;
+
+    in_call = plan.members;
+    auto t0 = Clock::now();
+    std::vector<RowResult> results =
+        guarded(inc, describe(plan), [&] { return inc.backend->run_window(plan.window); });
+    auto t1 = Clock::now();
+    ++windows_run;
+    consecutive_faults = 0;  // a good window proves the rebuilt engine works
+    if (opts.metrics) opts.metrics->window_duration(plan.kind(), seconds(t0, t1));
+    if (results.size() != plan.window.rows.size())
+      throw BackendFailure{"backend returned " + std::to_string(results.size()) + " results for a window of " +
+                           std::to_string(plan.window.rows.size()) + " rows"};
+
+    std::vector<std::pair<SlotState*, FinishEvent>> finished;
+    int generated = 0;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Row& row = plan.window.rows[i];
+      SlotState& s = *plan.row_owner[i];
+      s.n_cached = row.pos + 1;
+      if (row.want_logits) out.record_prompt_logprob(s, row.pos, results[i].logits);
+      if (!row.want_pick) continue;
+      TokenId pick = results[i].pick;
+      if (pick < 0 || (info.vocab_size > 0 && pick >= info.vocab_size))
+        throw BackendFailure{"backend picked token " + std::to_string(pick) + " outside the vocabulary of " +
+                             std::to_string(info.vocab_size)};
+      if (s.n_generated == 0) {
+        s.first_token = t1;
+        if (opts.metrics) {
+          opts.metrics->time_to_first_token(seconds(s.req->arrival, t1));
+          opts.metrics->prefill_time(seconds(s.admitted, t1));
+        }
+      } else if (opts.metrics) {
+        opts.metrics->inter_token_latency(seconds(s.last_token, t1));
+      }
+      s.last_token = t1;
+      ++generated;
+      std::optional<FinishEvent> f = out.accept(s, results[i]);
+      if (f) {
+        finished.emplace_back(&s, std::move(*f));
+      } else if (s.suppressing && s.n_generated >= s.req->min_tokens) {
+        configure_sampling(inc, s);  // min_tokens reached: EOS and stop ids may be picked again
+      }
+    }
+    if (opts.metrics && generated > 0) opts.metrics->generation_tokens(generated);
+    for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
+    in_call.clear();
+    for (auto& [s, f] : finished) retire(inc, s);
+  }
+
+  void publish() {
+    long cached = 0;
+    for (auto& s : running)
+      if (s->slot != kNoSlot) cached += s->n_cached;
+    n_running.store(static_cast<int>(running.size()));
+    n_resume.store(static_cast<int>(resume.size()));
+    n_cached_positions.store(cached);
+    if (opts.metrics) {
+      size_t queued;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        queued = waiting.size();
+      }
+      opts.metrics->set_running(static_cast<int>(running.size()));
+      opts.metrics->set_waiting(static_cast<int>(queued + resume.size()));
+      opts.metrics->set_slots(n_busy.load(), info.max_slots);
+      opts.metrics->set_kv_usage(kv_usage());
+    }
+  }
+
+  double kv_usage() const {
+    double cap = static_cast<double>(max_slots.load()) * max_context.load();
+    return cap > 0 ? static_cast<double>(n_cached_positions.load()) / cap : 0.0;
+  }
+
+  // ---- submission (HTTP threads) --------------------------------------------------------------------
+  // A request the engine refuses outright still gets its one FinishEvent, like any accepted request.
+  std::optional<Failure> validate(const GenerationRequest& r, int& effective_max_tokens) const {
+    int ctx = max_context.load(), vocab = vocab_size.load();
+    int n = static_cast<int>(r.prompt.size());
+    if (n == 0) return Failure{400, "invalid_prompt", "the prompt is empty: at least one token is needed"};
+    for (int i = 0; i < n; ++i) {
+      TokenId t = r.prompt[static_cast<size_t>(i)];
+      if (t < 0 || (vocab > 0 && t >= vocab))
+        return Failure{400, "invalid_prompt",
+                     "prompt token " + std::to_string(i) + " has id " + std::to_string(t) +
+                         ", outside the vocabulary of " + std::to_string(vocab)};
+    }
+    effective_max_tokens = r.max_tokens < 0 ? ctx - n : r.max_tokens;
+    if (n >= ctx || static_cast<long>(n) + effective_max_tokens > ctx)
+      return Failure{400, "context_length_exceeded",
+                   "this model's maximum context length is " + std::to_string(ctx) + " tokens, but the prompt has " +
+                       std::to_string(n) + " tokens and max_tokens is " + std::to_string(effective_max_tokens) +
+                       " (" + std::to_string(static_cast<long>(n) + effective_max_tokens) + " in all)"};
+    if (r.min_tokens < 0 || r.min_tokens > effective_max_tokens)
+      return Failure{400, "invalid_min_tokens",
+                   "min_tokens is " + std::to_string(r.min_tokens) + "; it must be within [0, max_tokens=" +
+                       std::to_string(effective_max_tokens) + "]"};
+    if (r.logprobs < -1) return Failure{400, "invalid_logprobs", "logprobs must be -1 (none) or at least 0"};
+    return std::nullopt;
+  }
+};
+
+Engine::Engine(BackendFactory factory, const Tokenizer& tokenizer, std::vector<TokenId> eos_ids,
+               EngineOptions opts)
+    : impl_(std::make_unique<Impl>(std::move(factory), tokenizer, std::move(eos_ids), std::move(opts))) {
+  Impl& m = *impl_;
+  if (m.opts.max_queued < 0) throw Error("engine: max_queued must not be negative");
+  if (m.opts.prefill_chunk < 1) throw Error("engine: prefill_chunk must be at least 1");
+  if (m.opts.max_window_tokens < 1) throw Error("engine: max_window_tokens must be at least 1");
+  if (!(m.opts.watchdog_timeout_s > 0)) throw Error("engine: watchdog_timeout_s must be positive");
+  if (m.opts.watchdog_max_restarts < 0) throw Error("engine: watchdog_max_restarts must not be negative");
+  // The first backend is built here, on the caller's thread, so a load error reaches main as an exception
+  // with its message instead of a dead engine.
+  auto first = std::make_shared<Incarnation>();
+  first->backend = m.make_backend();
+  m.adopt_info(first->backend->info());
+  m.loading.store(false);
+  m.publish();
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.current = first;
+    m.engine_alive = true;
+    m.engine_thread = std::thread([&m, first] { m.thread_main(first); });
+  }
+  auto poll = std::chrono::milliseconds(
+      std::clamp(static_cast<long>(m.opts.watchdog_timeout_s * 1000 / 20), 2L, 100L));
+  m.watchdog = std::make_unique<Watchdog>(poll, [&m] { m.watch(); });
+}
+
+Engine::~Engine() {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  m.stopping = true;
+  m.cv.notify_all();
+  // A wedged thread is claimed by the watchdog within its timeout, so this wait is bounded.
+  m.cv.wait(lock, [&] { return !m.engine_alive; });
+  std::thread t = std::move(m.engine_thread);
+  lock.unlock();
+  if (t.joinable()) t.join();
+  m.watchdog.reset();
+}
+
+SubmitResult Engine::submit(std::shared_ptr<GenerationRequest> req, std::shared_ptr<RequestChannel> channel) {
+  if (!req || !channel) throw Error("engine submit: request and channel must not be null");
+  Impl& m = *impl_;
+  int max_tokens = 0;
+  std::optional<Failure> refusal;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (m.failed || m.stopping) return SubmitResult::NotReady;
+    if (m.draining) return SubmitResult::Draining;
+    if (static_cast<int>(m.waiting.size()) >= m.opts.max_queued) return SubmitResult::QueueFull;
+    refusal = m.validate(*req, max_tokens);
+    if (!refusal) {
+      m.waiting.push_back(std::make_unique<SlotState>(req, channel, m.tok, max_tokens));
+      m.cv.notify_all();
+      return SubmitResult::Accepted;
+    }
+  }
+  SlotState refused(req, channel, m.tok, 0);
+  m.deliver_error(refused, *refusal);
+  return SubmitResult::Accepted;
+}
+
+void Engine::start_draining() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->draining = true;
+}
+
+bool Engine::idle() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->waiting.empty() && impl_->n_running.load() == 0 && impl_->n_resume.load() == 0;
+}
+
+bool Engine::healthy() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return !impl_->failed && impl_->engine_alive;
+}
+
+bool Engine::ready() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return !impl_->failed && impl_->engine_alive && !impl_->draining && !impl_->stopping && !impl_->loading.load();
+}
+
+EngineStats Engine::stats() const {
+  EngineStats st;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    st.waiting = static_cast<int>(impl_->waiting.size());
+  }
+  st.waiting += impl_->n_resume.load();
+  st.running = impl_->n_running.load();
+  st.slots_busy = impl_->n_busy.load();
+  st.slots_total = impl_->max_slots.load();
+  st.kv_usage = impl_->kv_usage();
+  return st;
+}
+
+int Engine::max_context() const { return impl_->max_context.load(); }
+
+}  // namespace strata

@@ -1,0 +1,33 @@
+// Window planning: which rows of which running requests go into the next backend call. A pure function of
+// the running set, so its rules are tested without a backend.
+//
+// Rules: every decoding request contributes its one row first (FCFS), so decode latency never waits for a
+// prompt; prompt chunks fill what is left, FCFS, capped by prefill_chunk rows per window in total (the
+// prefill share) and by the window's token budget. A request's rows are consecutive positions from its
+// first uncached one; only the row at its last known token asks for a pick.
+#pragma once
+#include <vector>
+
+#include "engine/core/backend.hpp"
+#include "engine/core/slot_state.hpp"
+
+namespace strata {
+
+struct WindowBudget {
+  int max_rows = 0;       // min(max_window_tokens, backend max_window_rows)
+  int prefill_rows = 0;   // prefill_chunk
+};
+
+struct PlannedWindow {
+  Window window;
+  std::vector<SlotState*> row_owner;  // per row
+  std::vector<SlotState*> members;    // requests with at least one row, in row order
+  int decode_rows = 0, prefill_rows = 0;
+  const char* kind() const {
+    return prefill_rows == 0 ? "decode" : decode_rows == 0 ? "prefill" : "mixed";
+  }
+};
+
+PlannedWindow plan_window(const std::vector<SlotState*>& running, const WindowBudget& budget);
+
+}  // namespace strata

@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+
+#include "engine/core/scheduler.hpp"
+#include "tests/core/harness.hpp"
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+// A running request with `prompt_len` prompt tokens, `cached` of them already in its slot.
+std::unique_ptr<SlotState> state(SlotId slot, int prompt_len, int cached, int generated = 0) {
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < prompt_len; ++i) prompt.push_back(10 + i);
+  auto s = std::make_unique<SlotState>(make_request("r" + std::to_string(slot), prompt, 50),
+                                       std::make_shared<RequestChannel>(), fixture_tokenizer(), 50);
+  for (int i = 0; i < generated; ++i) s->seq.push_back(100 + i);
+  s->n_generated = generated;
+  s->n_cached = cached;
+  s->slot = slot;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a window puts every decoding slot's row first, then prompt chunks FCFS", "[scheduler]") {
+  auto a = state(0, 4, 4, 1);   // decoding: one row at position 4
+  auto b = state(1, 30, 0);     // prompt of 30
+  auto c = state(2, 6, 7, 2);   // decoding: one row at position 7
+  auto d = state(3, 10, 0);     // prompt of 10
+  PlannedWindow p = plan_window({a.get(), b.get(), c.get(), d.get()}, WindowBudget{64, 32});
+  REQUIRE(p.window.rows.size() == 2 + 30 + 2);  // b fits whole; d gets what the 32-row prefill cap leaves
+  CHECK(p.decode_rows == 2);
+  CHECK(p.prefill_rows == 32);
+  CHECK(std::string(p.kind()) == "mixed");
+  CHECK(p.window.rows[0].slot == 0);
+  CHECK(p.window.rows[0].pos == 4);
+  CHECK(p.window.rows[0].token == 100);
+  CHECK(p.window.rows[1].slot == 2);
+  CHECK(p.window.rows[1].pos == 7);
+  CHECK(p.window.rows[1].token == 101);
+  CHECK(p.window.rows[2].slot == 1);
+  CHECK(p.window.rows[2].pos == 0);
+  CHECK(p.window.rows[31].slot == 1);
+  CHECK(p.window.rows[31].pos == 29);
+  CHECK(p.window.rows.back().slot == 3);
+  CHECK(p.window.rows.back().pos == 1);
+  // Only each slot's last known token picks: a, c and the end of b's prompt; d is mid-prompt.
+  int picks = 0;
+  for (const Row& r : p.window.rows) picks += r.want_pick;
+  CHECK(picks == 3);
+  CHECK(p.window.rows[31].want_pick);
+  CHECK_FALSE(p.window.rows.back().want_pick);
+}
+
+TEST_CASE("the prefill cap and the window budget bound the rows of a window", "[scheduler]") {
+  auto a = state(0, 100, 0);
+  auto b = state(1, 100, 0);
+  PlannedWindow capped = plan_window({a.get(), b.get()}, WindowBudget{512, 48});
+  CHECK(capped.window.rows.size() == 48);
+  CHECK(capped.members.size() == 1);
+  CHECK_FALSE(capped.window.rows.back().want_pick);  // a chunk in the middle of a prompt picks nothing
+  CHECK(std::string(capped.kind()) == "prefill");
+
+  a->n_cached = 40;
+  PlannedWindow two = plan_window({a.get(), b.get()}, WindowBudget{80, 256});
+  CHECK(two.window.rows.size() == 80);       // 60 rows finish a's prompt, 20 start b's
+  CHECK(two.window.rows[0].pos == 40);
+  CHECK(two.window.rows[59].want_pick);
+  CHECK(two.window.rows[60].slot == 1);
+  CHECK(two.window.rows[79].pos == 19);
+
+  std::vector<std::unique_ptr<SlotState>> many;
+  std::vector<SlotState*> ptrs;
+  for (int i = 0; i < 8; ++i) {
+    many.push_back(state(i, 3, 3, 1));
+    ptrs.push_back(many.back().get());
+  }
+  PlannedWindow decode = plan_window(ptrs, WindowBudget{5, 5});
+  CHECK(decode.window.rows.size() == 5);  // the budget is a hard cap even for decode rows
+  CHECK(std::string(decode.kind()) == "decode");
+}
+
+TEST_CASE("a recomputed request replays prompt and generated tokens and picks only at the end", "[scheduler]") {
+  auto a = state(0, 3, 0, 2);  // after a restart: 3 prompt + 2 generated tokens, nothing cached
+  PlannedWindow p = plan_window({a.get()}, WindowBudget{64, 64});
+  REQUIRE(p.window.rows.size() == 5);
+  CHECK(p.window.rows[3].token == 100);
+  CHECK(p.window.rows[4].token == 101);
+  CHECK(p.window.rows[4].want_pick);
+  CHECK_FALSE(p.window.rows[2].want_pick);
+}
+
+TEST_CASE("prompt logprob rows ask for logits and picking rows carry n_logprobs", "[scheduler]") {
+  auto a = state(0, 4, 0);
+  a->req->prompt_logprobs = true;
+  a->req->logprobs = 3;
+  PlannedWindow p = plan_window({a.get()}, WindowBudget{64, 64});
+  REQUIRE(p.window.rows.size() == 4);
+  CHECK(p.window.rows[0].want_logits);   // scores prompt token 1
+  CHECK(p.window.rows[2].want_logits);   // scores prompt token 3
+  CHECK_FALSE(p.window.rows[3].want_logits);  // the last prompt row scores a generated token instead
+  CHECK(p.window.rows[3].n_logprobs == 3);
+  CHECK(p.window.rows[0].n_logprobs == -1);
+}
