@@ -24,7 +24,7 @@ namespace {
 const std::string kStrata = std::string(STRATA_BINARY_DIR) + "/strata";
 const std::string kFixture = std::string(STRATA_SOURCE_DIR) + "/tests/data/models/qwen3";
 
-RunResult strata(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+RunResult run_strata(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
   return run_process(kStrata, args, env);
 }
 
@@ -39,7 +39,7 @@ std::string temp_file(const std::string& name, const std::string& contents) {
 }  // namespace
 
 TEST_CASE("strata serve --help lists every option with its default and environment variable") {
-  const RunResult r = strata({"serve", "--help"});
+  const RunResult r = run_strata({"serve", "--help"});
   REQUIRE(r.exit_code == 0);
   for (const auto& o : option_table()) {
     INFO("--" << o.name);
@@ -52,7 +52,7 @@ TEST_CASE("strata serve --help lists every option with its default and environme
 }
 
 TEST_CASE("strata generate --help lists the model options and the generation flags, not the server's") {
-  const RunResult r = strata({"generate", "--help"});
+  const RunResult r = run_strata({"generate", "--help"});
   REQUIRE(r.exit_code == 0);
   for (const char* flag : {"--model", "--prompt", "--max-tokens", "--temperature", "--seed", "--top-k", "--top-p",
                            "--device", "--threads"})
@@ -61,59 +61,59 @@ TEST_CASE("strata generate --help lists the model options and the generation fla
 }
 
 TEST_CASE("a bad flag value exits 2 naming the option and the flag") {
-  const RunResult r = strata({"serve", "--port", "eighty"});
+  const RunResult r = run_strata({"serve", "--port", "eighty"});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--port") && Contains("'eighty' is not an integer") && Contains("flag --port"));
-  const RunResult range = strata({"serve", "--max-slots", "0"});
+  const RunResult range = run_strata({"serve", "--max-slots", "0"});
   CHECK(range.exit_code == 2);
   CHECK_THAT(range.err, Contains("--max-slots"));
 }
 
 TEST_CASE("an unknown flag or subcommand exits 2") {
-  CHECK(strata({"serve", "--no-such-flag"}).exit_code == 2);
-  CHECK(strata({"no-such-command"}).exit_code == 2);
-  CHECK(strata({}).exit_code == 2);
+  CHECK(run_strata({"serve", "--no-such-flag"}).exit_code == 2);
+  CHECK(run_strata({"no-such-command"}).exit_code == 2);
+  CHECK(run_strata({}).exit_code == 2);
 }
 
 TEST_CASE("a bad environment value exits 2 naming the variable") {
-  const RunResult r = strata({"serve"}, {{"STRATA_PORT", "abc"}});
+  const RunResult r = run_strata({"serve"}, {{"STRATA_PORT", "abc"}});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--port") && Contains("env STRATA_PORT"));
 }
 
 TEST_CASE("a bad YAML file exits 2 naming file and line") {
   const std::string path = temp_file("bad.yaml", "host: 127.0.0.1\nmax_slot: 3\n");
-  const RunResult r = strata({"serve", "--config", path});
+  const RunResult r = run_strata({"serve", "--config", path});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains(path + ":2") && Contains("unknown option 'max_slot'"));
   const std::string typed = temp_file("typed.yaml", "port: many\n");
-  const RunResult t = strata({"serve", "--config", typed});
+  const RunResult t = run_strata({"serve", "--config", typed});
   CHECK(t.exit_code == 2);
   CHECK_THAT(t.err, Contains("--port") && Contains(typed + ":1"));
 }
 
 TEST_CASE("cross-option rules exit 2: faults need enabling, cuda needs a CUDA build, a bad fault spec") {
-  const RunResult faults = strata({"serve", "--debug-faults", "throw@window=1"});
+  const RunResult faults = run_strata({"serve", "--debug-faults", "throw@window=1"});
   CHECK(faults.exit_code == 2);
   CHECK_THAT(faults.err, Contains("--enable-debug-faults"));
-  const RunResult spec = strata({"serve", "--model", kFixture, "--enable-debug-faults", "--debug-faults", "explode@now"});
+  const RunResult spec = run_strata({"serve", "--model", kFixture, "--enable-debug-faults", "--debug-faults", "explode@now"});
   CHECK(spec.exit_code == 2);
   CHECK_THAT(spec.err, Contains("--debug-faults"));
 #ifndef STRATA_TEST_CUDA_BUILD
-  const RunResult cuda = strata({"generate", "--model", kFixture, "--prompt", "x", "--device", "cuda"});
+  const RunResult cuda = run_strata({"generate", "--model", kFixture, "--prompt", "x", "--device", "cuda"});
   CHECK(cuda.exit_code == 2);
   CHECK_THAT(cuda.err, Contains("--device") && Contains("CUDA"));
 #endif
 }
 
 TEST_CASE("a model directory that cannot be loaded exits 1 with the path in the message") {
-  const RunResult r = strata({"serve", "--model", "/nonexistent/model-dir", "--port", "0"});
+  const RunResult r = run_strata({"serve", "--model", "/nonexistent/model-dir", "--port", "0"});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("/nonexistent/model-dir"));
 }
 
 TEST_CASE("strata version names the version and the backends") {
-  const RunResult r = strata({"version"});
+  const RunResult r = run_strata({"version"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("strata ") && Contains("backends: cpu"));
 }
@@ -121,11 +121,11 @@ TEST_CASE("strata version names the version and the backends") {
 TEST_CASE("strata generate prints a completion on stdout, the same one twice when greedy") {
   const std::vector<std::string> args = {"generate", "--model", kFixture, "--prompt", "Hello, world", "--max-tokens",
                                          "12", "--ignore-eos", "--threads", "1"};
-  const RunResult a = strata(args);
+  const RunResult a = run_strata(args);
   INFO(a.err);
   REQUIRE(a.exit_code == 0);
   CHECK(a.out.size() > 1);  // 12 tokens of text and the final newline
-  const RunResult b = strata(args);
+  const RunResult b = run_strata(args);
   CHECK(b.out == a.out);
   // Logs stay on stderr: the completion line is not mixed with them.
   CHECK_THAT(a.err, Contains("completion_tokens=12"));
@@ -135,20 +135,20 @@ TEST_CASE("strata generate prints a completion on stdout, the same one twice whe
 TEST_CASE("strata generate with seeded sampling repeats for the same seed") {
   const std::vector<std::string> args = {"generate", "--model", kFixture, "--prompt", "Once", "--max-tokens", "10",
                                          "--temperature", "1.0", "--seed", "42", "--ignore-eos", "--threads", "1"};
-  const RunResult a = strata(args);
+  const RunResult a = run_strata(args);
   REQUIRE(a.exit_code == 0);
-  CHECK(strata(args).out == a.out);
+  CHECK(run_strata(args).out == a.out);
 }
 
 TEST_CASE("strata generate refuses out-of-range generation flags with exit 2") {
-  const RunResult r = strata({"generate", "--model", kFixture, "--prompt", "x", "--temperature", "500"});
+  const RunResult r = run_strata({"generate", "--model", kFixture, "--prompt", "x", "--temperature", "500"});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--temperature"));
-  CHECK(strata({"generate", "--model", kFixture}).exit_code == 2);  // --prompt is required
+  CHECK(run_strata({"generate", "--model", kFixture}).exit_code == 2);  // --prompt is required
 }
 
 TEST_CASE("--log-format json makes every stderr line a JSON object with ts, level, msg, request_id") {
-  const RunResult r = strata({"generate", "--model", kFixture, "--prompt", "Hi", "--max-tokens", "4", "--log-format",
+  const RunResult r = run_strata({"generate", "--model", kFixture, "--prompt", "Hi", "--max-tokens", "4", "--log-format",
                               "json", "--threads", "1"});
   REQUIRE(r.exit_code == 0);
   std::istringstream lines(r.err);
