@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -35,10 +36,17 @@ struct Slot {
   int last_first = 0, last_count = 0;
 };
 
+bool rewrites_logits(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
+         !p.logit_bias.empty() || !p.suppressed.empty();
+}
+
 // A pick the device's argmax answers exactly: greedy with nothing that rewrites logits first.
-bool device_pickable(const SamplingParams& p) {
-  return p.greedy() && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f &&
-         p.logit_bias.empty() && p.suppressed.empty();
+bool device_pickable(const SamplingParams& p) { return p.greedy() && !rewrites_logits(p); }
+
+// A seeded draw the device reproduces (sample.cu): a bounded top_k and nothing that rewrites logits.
+bool device_samplable(const SamplingParams& p) {
+  return !p.greedy() && !rewrites_logits(p) && p.top_k >= 1 && p.top_k <= cuda::kDeviceTopKMax;
 }
 
 std::string gb(size_t bytes) {
@@ -107,6 +115,8 @@ struct CudaBackend::Impl {
   }
 
   int q_dim() const { return cfg.num_heads * cfg.head_dim; }
+  // The largest metadata block (window_meta.hpp): at most T tiles, R output rows.
+  static size_t meta_words(size_t T, size_t R) { return 5 * T + R + 1 + size_t(cuda::kPickWords) * R; }
   int kv_dim() const { return cfg.num_kv_heads * cfg.head_dim; }
 
   void check_options() {
@@ -177,7 +187,7 @@ struct CudaBackend::Impl {
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
         {R * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
-        {(5 * T + R + 1) * 4, reinterpret_cast<void**>(&ws.meta)},
+        {meta_words(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
     };
     size_t total = 0;
     for (auto& p : parts) total += (p.first + 255) / 256 * 256;
@@ -191,7 +201,7 @@ struct CudaBackend::Impl {
     ws.max_splits = max_splits;
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
-    meta_host = cuda::PinnedBuffer((5 * T + R + 1) * 4, "window metadata");
+    meta_host = cuda::PinnedBuffer(meta_words(T, R) * 4, "window metadata");
     picks_host = cuda::PinnedBuffer(R * 4, "picks");
     mem.workspace_bytes = total + cublas_ws.bytes() + rope_cos.bytes() + rope_sin.bytes();
   }
@@ -329,7 +339,27 @@ struct CudaBackend::Impl {
 
   // Rows [first, last) as one graph replay, then the host part of each output row.
   void run_segment(const Window& win, int first, int last, std::vector<RowResult>* results) {
-    const cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits);
+    cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits);
+    const cuda::MetaLayout layout(meta.shape);
+    for (size_t i = 0; i < meta.out_rows.size(); ++i) {
+      const Row& row = win.rows[size_t(first + meta.out_rows[i])];
+      const SamplingParams& p = slots[size_t(row.slot)].params;
+      if (!row.want_pick || !device_samplable(p)) continue;
+      int32_t* spec = meta.words.data() + layout.pick_specs + i * cuda::kPickWords;
+      auto bits = [](float f) {
+        int32_t b;
+        std::memcpy(&b, &f, 4);
+        return b;
+      };
+      spec[0] = 1;
+      spec[1] = p.top_k;
+      spec[2] = bits(p.temperature);
+      spec[3] = bits(p.top_p);
+      spec[4] = bits(p.min_p);
+      spec[5] = int32_t(uint32_t(p.seed));
+      spec[6] = int32_t(uint32_t(p.seed >> 32));
+      spec[7] = row.pos;
+    }
     const size_t meta_bytes = meta.words.size() * 4;
     std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
     cudaGraphExec_t exec = graph_for(meta.shape, meta_bytes);
@@ -345,7 +375,7 @@ struct CudaBackend::Impl {
       const Row& row = win.rows[size_t(idx)];
       RowResult& res = (*results)[size_t(idx)];
       const Slot& sl = slots[size_t(row.slot)];
-      const bool on_device = row.want_pick && device_pickable(sl.params);
+      const bool on_device = row.want_pick && (device_pickable(sl.params) || device_samplable(sl.params));
       const bool need_host = row.want_logits || row.n_logprobs >= 0 || (row.want_pick && !on_device);
       if (need_host) {
         logits.resize(size_t(V));

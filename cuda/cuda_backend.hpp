@@ -7,8 +7,9 @@
 //   positions, so a row's logits are bit-identical alone, beside other slots' rows, or inside a prompt chunk
 //   or a verify window.
 // - Reference parity: fp32 activations, fp32 KV cache and fp32 accumulation; RoPE uses the CPU backend's
-//   cos/sin table bit for bit; picks use engine/sampling (argmax on the device, everything else on the host
-//   from the same logits), so greedy tokens match the CPU backend.
+//   cos/sin table bit for bit; picks follow engine/sampling: argmax and seeded top_k <= 64 draws on the
+//   device with the host's arithmetic, anything else (penalties, logit_bias, no top_k) on the host from the
+//   same logits, so greedy tokens match the CPU backend.
 // - No host work per layer: each window shape (rows, output rows) is captured once as a CUDA graph whose
 //   first node copies the window's tokens/positions/slots from pinned memory; later windows replay it.
 #pragma once

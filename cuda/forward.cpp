@@ -95,6 +95,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, nullptr, stream);
   launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.fin, R, ws.logits, stream);
   launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
+  launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
 }
 
 }  // namespace cuda

@@ -43,7 +43,8 @@ struct ForwardContext {
   int gemm_min_rows = 65;
 };
 
-// Launches the whole window: embedding, every layer, final norm of the output rows, LM head and argmax.
+// Launches the whole window: embedding, every layer, final norm of the output rows, LM head,
+// argmax and the seeded samples the metadata asks for.
 void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream);
 
 }  // namespace cuda

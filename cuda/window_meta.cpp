@@ -30,7 +30,8 @@ MetaLayout::MetaLayout(const WindowShape& s) {
   n_tiles = out_rows + s.out_rows;
   tile_first = n_tiles + 1;
   tile_rows = tile_first + s.tiles_cap;
-  words = tile_rows + s.tiles_cap;
+  pick_specs = tile_rows + s.tiles_cap;
+  words = pick_specs + kPickWords * s.out_rows;
 }
 
 WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits) {

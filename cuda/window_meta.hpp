@@ -1,5 +1,5 @@
 // What a window graph reads from the host: per row token, position and slot; the rows that produce logits;
-// the attention query tiles. Packed into one int32 block whose layout is a function of the graph's shape
+// the attention query tiles; the settings of picks sampled on the device. Packed into one int32 block whose layout is a function of the graph's shape
 // alone, so a graph captured for a shape reads the right words on every replay (one H2D copy, the graph's
 // first node).
 #pragma once
@@ -22,6 +22,7 @@ struct WindowShape {
 
 struct MetaLayout {
   int tokens = 0, pos = 0, slot = 0, out_rows = 0, n_tiles = 0, tile_first = 0, tile_rows = 0;
+  int pick_specs = 0;  // kPickWords per output row (kernels.hpp); zero = no device sample
   int words = 0;
   explicit MetaLayout(const WindowShape& s);
 };
@@ -32,7 +33,7 @@ struct WindowMeta {
   std::vector<int> out_rows;  // indices into the segment's rows, in order
 };
 
-// Rows [first, last) of `window` as one graph replay. max_splits bounds splits_cap (the workspace's split
+// Rows [first, last) of `window` as one graph replay (pick specs left zero for the caller). max_splits bounds splits_cap (the workspace's split
 // count); T rows make at most T tiles.
 WindowMeta build_window_meta(const Window& window, int first, int last, int max_splits);
 

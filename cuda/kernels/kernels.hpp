@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace strata {
 namespace cuda {
@@ -94,6 +95,14 @@ void launch_matvec(const void* w, WType t, int n, int k, const float* x, int row
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).
 void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream);
+
+// Per output row, kPickWords int32 of the pick's settings: mode (1 = sample here, anything else = leave the
+// argmax / host pick), top_k, temperature, top_p, min_p (float bits), seed low, seed high, position.
+constexpr int kPickWords = 8;
+constexpr int kDeviceTopKMax = 64;  // larger top_k (or none) samples on the host from the copied logits
+
+// Overwrites picks[r] of rows in mode 1 with engine/sampling's seeded draw (see sample.cu); run after argmax.
+void launch_sample(const float* logits, int rows, int vocab, const int32_t* specs, int* picks, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace strata

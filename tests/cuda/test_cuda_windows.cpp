@@ -140,11 +140,11 @@ TEST_CASE("a verify window trimmed by commit continues exactly like a slot that 
   CHECK(same_bits(next[1].logits, straight[11].logits));
 }
 
-TEST_CASE("seeded, penalized and greedy picks equal engine/sampling's pick on the backend's own logits") {
+TEST_CASE("device-sampled, host-sampled, penalized and greedy picks equal engine/sampling's pick on the row's logits") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/qwen3");
   const int V = model->config.vocab_size;
-  CudaBackend be(*model, small_options(3, 32));
+  CudaBackend be(*model, small_options(2, 32));
   SamplingParams seeded;
   seeded.temperature = 0.9f;
   seeded.top_k = 20;
@@ -155,8 +155,17 @@ TEST_CASE("seeded, penalized and greedy picks equal engine/sampling's pick on th
   penalized.repetition_penalty = 1.3f;
   penalized.presence_penalty = 0.2f;
   penalized.logit_bias = {{7, 2.5f}};
+  SamplingParams nucleus;  // no top_k: drawn on the host
+  nucleus.temperature = 1.1f;
+  nucleus.top_p = 0.8f;
+  nucleus.seed = 11;
+  SamplingParams min_p;  // top_k within the device sampler's reach, with min_p
+  min_p.temperature = 1.3f;
+  min_p.top_k = 64;
+  min_p.min_p = 0.05f;
+  min_p.seed = 0x123456789abcdefull;
   const SamplingParams greedy{0.0f};
-  const SamplingParams* params[] = {&seeded, &penalized, &greedy};
+  const SamplingParams* params[] = {&seeded, &penalized, &nucleus, &min_p, &greedy};
   const auto p = prompt_tokens(10, V, 7);
   for (const SamplingParams* sp : params) {
     const SlotId s = be.open_slot();

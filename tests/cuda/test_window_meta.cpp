@@ -42,6 +42,9 @@ TEST_CASE("a prompt chunk is cut into query tiles of at most 16 consecutive rows
   CHECK(words(m, L.slot, 2) == std::vector<int>{2, 2});
   CHECK(words(m, L.tokens, 2) == std::vector<int>{100, 101});
   CHECK(int(m.words.size()) == L.words);
+  // Pick settings are the backend's to fill: nothing is sampled on the device unless it writes them.
+  CHECK(words(m, L.pick_specs, kPickWords) == std::vector<int>(size_t(kPickWords), 0));
+  CHECK(L.words == L.pick_specs + kPickWords);
 }
 
 TEST_CASE("rows of different slots, or interleaved rows of one slot, never share a query tile", "[host]") {
