@@ -419,8 +419,8 @@ Value f_wordcount(Interpreter&, const Value& v, CallArgs& a) {
   Params p("wordcount", a, {});
   int64_t count = 0;
   bool in_word = false;
-  for (char c : py_str(v)) {
-    bool word = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (static_cast<unsigned char>(c) & 0x80);
+  for (char32_t c : utf8_decode(py_str(v))) {
+    bool word = is_py_word_char(c);
     if (word && !in_word) ++count;
     in_word = word;
   }

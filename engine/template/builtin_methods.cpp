@@ -213,10 +213,42 @@ bool dict_method(const Dict& d, const std::string& name, CallArgs& a, Value& r) 
 
 }  // namespace
 
+namespace {
+const std::unordered_set<std::string> list_mutators = {"append", "extend", "insert", "pop", "remove",
+                                                       "clear", "sort", "reverse"};
+const std::unordered_set<std::string> dict_mutators = {"update", "pop", "popitem", "setdefault", "clear"};
+const std::unordered_set<std::string> string_methods = {
+    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "upper", "lower",
+    "title", "capitalize", "replace", "format", "join", "find", "rfind", "count", "isdigit", "isalpha",
+    "isalnum", "isspace", "isupper", "islower"};
+const std::unordered_set<std::string> dict_methods = {"get", "items", "keys", "values"};
+const std::unordered_set<std::string> list_methods = {"index", "count"};
+}  // namespace
+
+std::optional<Value> method_attribute(const Value& obj, const std::string& name) {
+  const std::unordered_set<std::string>* methods = nullptr;
+  const std::unordered_set<std::string>* mutators = nullptr;
+  switch (obj.kind()) {
+    case Kind::String: methods = &string_methods; break;
+    case Kind::Dict: methods = &dict_methods, mutators = &dict_mutators; break;
+    case Kind::List: methods = &list_methods, mutators = &list_mutators; break;
+    default: return std::nullopt;
+  }
+  if (mutators && mutators->count(name))
+    return Value::undefined("access to attribute '" + name + "' of '" + obj.type_name() + "' object is unsafe.");
+  if (!methods->count(name)) return std::nullopt;
+  auto bound = std::make_shared<Callable>();
+  bound->name = std::string(obj.type_name()) + "." + name;
+  Value self = obj;
+  bound->fn = [self, name](Interpreter& in, CallArgs& args) {
+    Value result;
+    call_method(in, self, name, args, result);
+    return result;
+  };
+  return Value::callable(std::move(bound));
+}
+
 bool call_method(Interpreter& in, const Value& obj, const std::string& name, CallArgs& args, Value& result) {
-  static const std::unordered_set<std::string> list_mutators = {"append", "extend", "insert", "pop", "remove",
-                                                                "clear", "sort", "reverse"};
-  static const std::unordered_set<std::string> dict_mutators = {"update", "pop", "popitem", "setdefault", "clear"};
   switch (obj.kind()) {
     case Kind::String: return string_method(in, obj.str(), name, args, result);
     case Kind::Dict:

@@ -3,6 +3,7 @@
 // on a bad argument.
 #pragma once
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "engine/template/value.hpp"
@@ -17,6 +18,10 @@ FilterFn find_filter(const std::string& name);  // null when unknown
 TestFn find_test(const std::string& name);
 // Calls obj.name(args) when obj's type has that method; returns false when it has none.
 bool call_method(Interpreter& in, const Value& obj, const std::string& name, CallArgs& args, Value& result);
+// What `obj.name` means for a method name (Python looks attributes up before items, so `d.items` is the
+// method even when d has an "items" key): a bound method, an Undefined that refuses a mutating method,
+// or nullopt when the type has no such method.
+std::optional<Value> method_attribute(const Value& obj, const std::string& name);
 // raise_exception, range, namespace, dict, strftime_now.
 const Value* find_global(const std::string& name);
 

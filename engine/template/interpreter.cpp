@@ -402,7 +402,12 @@ Value Interpreter::getattr(const Value& obj, const std::string& name) {
   switch (obj.kind()) {
     case Kind::Undefined: throw TemplateError(obj.str().empty() ? "value is undefined" : obj.str());
     case Kind::Dict:
+      if (auto method = method_attribute(obj, name)) return *method;
       if (const Value* v = obj.dict_ref().find(name)) return *v;
+      break;
+    case Kind::String:
+    case Kind::List:
+      if (auto method = method_attribute(obj, name)) return *method;
       break;
     case Kind::Namespace:
       if (const Value* v = obj.ns_ref().find(name)) return *v;

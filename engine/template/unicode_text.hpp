@@ -15,6 +15,12 @@ std::string utf8_encode(const std::vector<char32_t>& cps, size_t begin, size_t e
 bool is_ascii(std::string_view s);
 size_t utf8_length(std::string_view s);
 
+// Python's `\w` for one code point: letters, digits and underscore. Covers the scripts of the common
+// languages (Latin, Greek, Cyrillic, Armenian, Hebrew, Arabic, Indic, Thai, CJK, kana, Hangul); symbols,
+// punctuation, joiners and emoji are not word characters. Approximation: combining marks count as word
+// characters here, while Python splits words at them.
+bool is_py_word_char(char32_t c);
+
 // Python's str.isspace() for one code point.
 bool is_py_space(char32_t c);
 

@@ -95,3 +95,14 @@ TEST_CASE("strftime_now formats the current local time") {
 TEST_CASE("globals can be shadowed by template variables") {
   CHECK(render("{{ range }}", R"({"range": "mine"})") == "mine");
 }
+
+TEST_CASE("attribute lookup finds a dict's method before its key, as Python's getattr does; [] finds the key") {
+  const char* ctx = R"({"schema": {"type": "array", "items": {"type": "string"}}})";
+  CHECK(render("{{ schema['items'].type }}|{{ schema.items.type is defined }}|{{ schema.items is defined }}", ctx) ==
+        "string|False|True");
+  CHECK(render("{% set up = 'abc'.upper %}{{ up() }}") == "ABC");
+}
+
+TEST_CASE("wordcount counts runs of letters and digits in any script, not symbols or emoji") {
+  CHECK(render("{{ '你好, Привет, مرحبا 🎉👩\u200d👩 x_1'|wordcount }}") == "4");
+}

