@@ -71,7 +71,8 @@ TEST_CASE("every metric of the contract is registered with a HELP text", "[metri
 
   m.request_done("/v1/completions", 200);
   m.request_done("/v1/completions", 429);
-  auto after = by_name(registry->Collect());
+  auto scraped = registry->Collect();
+  auto after = by_name(scraped);
   std::map<std::string, double> per_status;
   for (const auto& metric : after["strata_requests_total"]->metric)
     for (const auto& l : metric.label)

@@ -59,6 +59,7 @@ TEST_CASE("a stalled window ends its requests with 503 within the timeout and qu
           "[watchdog]") {
   auto world = std::make_shared<FakeWorld>();
   world->max_slots = 2;
+  world->window_delay_ms = 20;  // b is submitted while a's first window runs, so both are in window 3
   const double timeout = 0.3;
   Engine e(fake_factory(world), fixture_tokenizer(), {kEos}, supervised("stall@window=3:seconds=20", timeout));
   Submitted a = submit(e, "a", {10}, 20), b = submit(e, "b", {11}, 20);
@@ -88,6 +89,7 @@ TEST_CASE("requests in a slot but outside the stalled window resume on the rebui
   // Three slots, two rows per window: the third request waits in its slot while two decode.
   auto world = std::make_shared<FakeWorld>();
   world->max_slots = 3;
+  world->window_delay_ms = 20;
   EngineOptions o = supervised("stall@window=3:seconds=20", 0.2);
   o.max_window_tokens = 2;
   Engine e(fake_factory(world), fixture_tokenizer(), {kEos}, o);
