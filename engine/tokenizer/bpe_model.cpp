@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <queue>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -83,26 +84,61 @@ BpeModel BpeModel::build(const json& m, VocabEntries vocab, const MergeSource& m
     b.byte_ids_[size_t(i)] = b.vocab_.find(b.id_to_token_, name);
   }
 
-  b.merges_.reserve(b.id_to_token_.size() * 2);
-  const std::string& prefix = b.continuing_subword_prefix_;
-  std::string merged;
-  int32_t rank = 0;
+  // Merges are first copied into one arena, then resolved to ids on a few threads (each resolution is
+  // three vocab lookups, which dominate loading a large vocabulary), then inserted in rank order.
+  struct MergeText {
+    size_t left, left_len, right, right_len;
+  };
+  std::string arena;
+  std::vector<MergeText> texts;
   merges([&](std::string_view left, std::string_view right) {
-    const int32_t l = b.vocab_.find(b.id_to_token_, left), r = b.vocab_.find(b.id_to_token_, right);
-    if (l < 0 || r < 0)
-      throw Error(what + ": merge #" + std::to_string(rank) + " (\"" + std::string(left) + "\", \"" +
-                  std::string(right) + "\") uses a token missing from the vocab");
-    // The right side of a merge carries the continuation prefix, which the merged token does not repeat.
-    merged.assign(left.data(), left.size());
-    if (!prefix.empty() && right.substr(0, prefix.size()) == prefix) merged += right.substr(prefix.size());
-    else merged += right;
-    const int32_t res = b.vocab_.find(b.id_to_token_, merged);
-    if (res < 0)
-      throw Error(what + ": merge #" + std::to_string(rank) + " gives \"" + merged + "\", missing from the vocab");
-    // The first occurrence of a pair wins: a later duplicate could never fire first.
-    b.merges_.insert(pair_key(l, r), PairIndex::Value{rank, res});
-    ++rank;
+    texts.push_back({arena.size(), left.size(), arena.size() + left.size(), right.size()});
+    arena.append(left.data(), left.size());
+    arena.append(right.data(), right.size());
   });
+  struct Resolved {
+    int32_t left, right, result;
+  };
+  std::vector<Resolved> resolved(texts.size());
+  const std::string& prefix = b.continuing_subword_prefix_;
+  auto resolve = [&](size_t begin, size_t end) {
+    std::string merged;
+    for (size_t i = begin; i < end; ++i) {
+      const std::string_view left(arena.data() + texts[i].left, texts[i].left_len);
+      const std::string_view right(arena.data() + texts[i].right, texts[i].right_len);
+      Resolved& r = resolved[i];
+      r.left = b.vocab_.find(b.id_to_token_, left);
+      r.right = b.vocab_.find(b.id_to_token_, right);
+      // The right side of a merge carries the continuation prefix, which the merged token does not repeat.
+      merged.assign(left.data(), left.size());
+      if (!prefix.empty() && right.substr(0, prefix.size()) == prefix) merged += right.substr(prefix.size());
+      else merged += right;
+      r.result = b.vocab_.find(b.id_to_token_, merged);
+    }
+  };
+  const size_t workers =
+      texts.size() < 50000 ? 1 : std::min<size_t>(4, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  const size_t per = (texts.size() + workers - 1) / workers;
+  for (size_t w = 1; w < workers; ++w)
+    pool.emplace_back(resolve, std::min(texts.size(), w * per), std::min(texts.size(), (w + 1) * per));
+  resolve(0, std::min(texts.size(), per));
+  for (auto& t : pool) t.join();
+
+  b.merges_.reserve(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const Resolved& r = resolved[i];
+    if (r.left < 0 || r.right < 0 || r.result < 0) {
+      const std::string left = arena.substr(texts[i].left, texts[i].left_len);
+      const std::string right = arena.substr(texts[i].right, texts[i].right_len);
+      const std::string at = what + ": merge #" + std::to_string(i);
+      if (r.left < 0 || r.right < 0)
+        throw Error(at + " (\"" + left + "\", \"" + right + "\") uses a token missing from the vocab");
+      throw Error(at + " of \"" + left + "\" and \"" + right + "\" gives a token missing from the vocab");
+    }
+    // The first occurrence of a pair wins: a later duplicate could never fire first.
+    b.merges_.insert(pair_key(r.left, r.right), PairIndex::Value{int32_t(i), r.result});
+  }
   return b;
 }
 

@@ -10,7 +10,8 @@ namespace {
 
 struct Alphabet {
   std::array<char32_t, 256> to_cp{};
-  std::array<std::string, 256> to_utf8;
+  std::array<std::array<char, 2>, 256> to_utf8{};  // every alphabet code point is < U+0800: 1-2 bytes
+  std::array<uint8_t, 256> utf8_len{};
   std::array<int16_t, 512> from_cp{};  // every alphabet code point is < 0x144
   Alphabet() {
     from_cp.fill(-1);
@@ -19,7 +20,10 @@ struct Alphabet {
       const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       to_cp[b] = printable ? char32_t(b) : next++;
       from_cp[to_cp[b]] = int16_t(b);
-      utf8::append(to_utf8[b], to_cp[b]);
+      std::string enc;
+      utf8::append(enc, to_cp[b]);
+      utf8_len[b] = uint8_t(enc.size());
+      for (size_t k = 0; k < enc.size(); ++k) to_utf8[b][k] = enc[k];
     }
   }
 };
@@ -37,7 +41,15 @@ int code_point_to_byte(char32_t cp) { return cp < 512 ? alphabet().from_cp[cp] :
 
 void encode_append(std::string& out, std::string_view bytes) {
   const auto& a = alphabet();
-  for (unsigned char b : bytes) out += a.to_utf8[b];
+  const size_t start = out.size();
+  out.resize(start + bytes.size() * 2);
+  char* w = out.data() + start;
+  for (unsigned char b : bytes) {
+    w[0] = a.to_utf8[b][0];
+    w[1] = a.to_utf8[b][1];
+    w += a.utf8_len[b];
+  }
+  out.resize(size_t(w - out.data()));
 }
 
 }  // namespace strata::byte_level

@@ -122,20 +122,26 @@ void compose(std::vector<char32_t>& cps) {
   cps.resize(w);
 }
 
-bool in_ranges(const ud::CodePointRange* table, size_t size, char32_t cp) {
-  const auto* end = table + size;
-  const auto* it = std::upper_bound(table, end, cp, [](char32_t c, const ud::CodePointRange& r) { return c < r.first; });
-  return it != table && (it - 1)->last >= cp;
-}
-
 // True when no code point of the text can change under the composed form (the generated "unsafe"
 // set holds every non-starter, second half of a composition, and code point the form remaps).
 bool already_composed(std::string_view text, bool compat) {
   const ud::CodePointRange* table = compat ? ud::kNfkcUnsafe : ud::kNfcUnsafe;
   const size_t size = compat ? ud::kNfkcUnsafeSize : ud::kNfcUnsafeSize;
+  const char32_t lowest = table[0].first;
+  // Most code points sit in long runs without any unsafe one (CJK, Hangul syllables): remember the
+  // safe gap the last lookup landed in and skip the search while text stays inside it.
+  char32_t gap_lo = 0, gap_hi = lowest - 1;
   bool stable = true;
   utf8::for_each_code_point(text, [&](char32_t cp, size_t, size_t) {
-    if (stable && cp >= 0x80 && in_ranges(table, size, cp)) stable = false;
+    if (!stable || (cp >= gap_lo && cp <= gap_hi)) return;
+    const auto* end = table + size;
+    const auto* it = std::upper_bound(table, end, cp, [](char32_t c, const ud::CodePointRange& r) { return c < r.first; });
+    if (it != table && (it - 1)->last >= cp) {
+      stable = false;
+      return;
+    }
+    gap_lo = it == table ? 0 : (it - 1)->last + 1;
+    gap_hi = it == end ? 0x10FFFF : it->first - 1;
   });
   return stable;
 }

@@ -84,7 +84,7 @@ TEST_CASE("byte_fallback spells unknown characters as their UTF-8 byte tokens") 
 TEST_CASE("malformed models are load errors naming the problem") {
   CHECK_THROWS_WITH(BpeModel::from_json(model({"a z"})), Catch::Contains("missing from the vocab"));
   CHECK_THROWS_WITH(BpeModel::from_json(model({"abc"})), Catch::Contains("is not \"left right\""));
-  CHECK_THROWS_WITH(BpeModel::from_json(model({"c a"})), Catch::Contains("\"ca\", missing from the vocab"));
+  CHECK_THROWS_WITH(BpeModel::from_json(model({"c a"})), Catch::Contains("gives a token missing from the vocab"));
   CHECK_THROWS_AS(BpeModel::from_json(json{{"type", "BPE"}, {"vocab", {{"a", "zero"}}}, {"merges", json::array()}}),
                   Error);
 }
