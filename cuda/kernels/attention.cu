@@ -6,8 +6,8 @@
 // Why the result of a row never depends on the window: tile and split boundaries sit at fixed multiples of
 // kAttnTile / kAttnSplit positions; a row only ever reads positions <= its own (causal), its running max / sum
 // / accumulator advance only on tiles holding such positions, every sum runs in position order and every dot
-// product in dimension order. Other rows in the same query tile change which blocks load a K/V tile, not any
-// number a row computes, so a verify window of T rows gives the bits of T single-row windows.
+// product in an order fixed by head_dim. Other rows in the same query tile change which blocks load a K/V
+// tile, not any number a row computes, so a verify window of T rows gives the bits of T single-row windows.
 #include <cuda_bf16.h>
 
 #include "cuda/cuda_check.hpp"
@@ -23,11 +23,13 @@ constexpr int kQT = kAttnQueryTile;
 constexpr int kP = kAttnTile;
 constexpr int kMaxHeadDim = 256;
 constexpr int kDimsPerThread = kMaxHeadDim / kThreads;
+constexpr int kKPad = 4;
 static_assert(kAttnSplit % kAttnTile == 0, "tiles must not straddle split boundaries");
+static_assert((kAttnTile * 4) % kThreads == 0, "score lanes must fill whole warps on every iteration");
 
 struct Smem {
   float* q;     // [kQT][hd]
-  float* k;     // [kP][hd + 1]  (padded: threads reading different positions hit different banks)
+  float* k;     // [kP][hd + 4]  (padded: the 32 lanes scoring 8 positions x 4 quarters hit 32 banks)
   float* v;     // [kP][hd]
   float* p;     // [kQT][kP] scores, then probabilities
   float* m;     // [kQT] running max
@@ -40,7 +42,7 @@ __device__ Smem carve(float* base, int hd) {
   Smem s;
   s.q = base;
   s.k = s.q + kQT * hd;
-  s.v = s.k + kP * (hd + 1);
+  s.v = s.k + kP * (hd + kKPad);
   s.p = s.v + kP * hd;
   s.m = s.p + kQT * kP;
   s.l = s.m + kQT;
@@ -50,7 +52,7 @@ __device__ Smem carve(float* base, int hd) {
 }
 
 __global__ void __launch_bounds__(kThreads) attention_partial(AttentionParams a) {
-  extern __shared__ float smem_raw[];
+  extern __shared__ __align__(16) float smem_raw[];
   const int tile = blockIdx.z;
   if (tile >= *a.n_tiles) return;
   const int split = blockIdx.x, h = blockIdx.y;
@@ -85,23 +87,39 @@ __global__ void __launch_bounds__(kThreads) attention_partial(AttentionParams a)
   for (int t0 = s_begin; t0 < s_end; t0 += kP) {
     const int np = min(kP, s_end - t0);
     __syncthreads();  // the previous tile's readers are done
-    for (int i = tid; i < np * hd; i += kThreads) {
-      const int j = i / hd, d = i % hd;
-      s.k[j * (hd + 1) + d] = kb[size_t(t0 + j) * a.kv.kv_dim + d];
-      s.v[j * hd + d] = vb[size_t(t0 + j) * a.kv.kv_dim + d];
+    if (hd % 4 == 0) {  // 16-byte loads: head_dim, kv_dim and every cell offset are multiples of 4 floats
+      const int hd4 = hd / 4;
+      for (int i = tid; i < np * hd4; i += kThreads) {
+        const int j = i / hd4, d = (i % hd4) * 4;
+        const float4 kv4 = *reinterpret_cast<const float4*>(kb + size_t(t0 + j) * a.kv.kv_dim + d);
+        const float4 vv4 = *reinterpret_cast<const float4*>(vb + size_t(t0 + j) * a.kv.kv_dim + d);
+        *reinterpret_cast<float4*>(s.k + j * (hd + kKPad) + d) = kv4;
+        *reinterpret_cast<float4*>(s.v + j * hd + d) = vv4;
+      }
+    } else {
+      for (int i = tid; i < np * hd; i += kThreads) {
+        const int j = i / hd, d = i % hd;
+        s.k[j * (hd + kKPad) + d] = kb[size_t(t0 + j) * a.kv.kv_dim + d];
+        s.v[j * hd + d] = vb[size_t(t0 + j) * a.kv.kv_dim + d];
+      }
     }
     __syncthreads();
-    for (int i = tid; i < nq * kP; i += kThreads) {
-      const int r = i / kP, j = i % kP;
-      float sc = -INFINITY;
-      if (j < np && t0 + j <= p0 + r) {
+    // Each score is four quarter dot products (dimensions q, q + 4, q + 8, ... in order) held by four adjacent
+    // lanes, then ((q0 + q1) + (q2 + q3)) by two butterflies: an order fixed by head_dim alone. nq * kP * 4 is
+    // a multiple of the block size, so every lane runs the same iterations and the shuffles are warp-wide.
+    for (int i = tid; i < nq * kP * 4; i += kThreads) {
+      const int quarter = i & 3, item = i >> 2;
+      const int r = item / kP, j = item % kP;
+      const bool valid = j < np && t0 + j <= p0 + r;
+      float part = 0.0f;
+      if (valid) {
         const float* qr = s.q + r * hd;
-        const float* kj = s.k + j * (hd + 1);
-        float dot = 0.0f;
-        for (int d = 0; d < hd; ++d) dot = __fmaf_rn(qr[d], kj[d], dot);
-        sc = __fmul_rn(dot, a.scale);
+        const float* kj = s.k + j * (hd + kKPad);
+        for (int d = quarter; d < hd; d += 4) part = __fmaf_rn(qr[d], kj[d], part);
       }
-      s.p[r * kP + j] = sc;
+      part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 1));
+      part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 2));
+      if (quarter == 0) s.p[r * kP + j] = valid ? __fmul_rn(part, a.scale) : -INFINITY;
     }
     __syncthreads();
     if (tid < nq) {
@@ -194,7 +212,7 @@ __global__ void __launch_bounds__(kThreads) attention_combine(AttentionParams a)
 }  // namespace
 
 size_t attention_smem_bytes(int hd) {
-  return sizeof(float) * (size_t(kQT) * hd + size_t(kP) * (hd + 1) + size_t(kP) * hd + size_t(kQT) * kP + 3 * kQT) +
+  return sizeof(float) * (size_t(kQT) * hd + size_t(kP) * (hd + kKPad) + size_t(kP) * hd + size_t(kQT) * kP + 3 * kQT) +
          sizeof(int) * kQT;
 }
 
