@@ -152,15 +152,15 @@ std::vector<OptionSpec> make_table() {
   // --- model and backend (serve and generate) ---
   {
     OptionSpec o = text("model", M,
-                        "Hugging Face model directory (config.json, *.safetensors, tokenizer files). Default: "
-                        "the embedded model: models/strata-tiny if present, else the fixture "
-                        "tests/data/models/qwen3, looked up beside the source tree and the executable",
+                        "Hugging Face model directory (config.json, *.safetensors, tokenizer files); 'embedded' "
+                        "= models/strata-tiny if present, else the fixture tests/data/models/qwen3, looked up "
+                        "beside the source tree and beside the executable",
                         kScopeModel, [](Config& c) -> std::string& { return c.model.model_dir; }, "DIR");
     o.show = [](const Config& c) { return c.model.model_dir.empty() ? std::string("embedded") : c.model.model_dir; };
     t.push_back(o);
   }
   {
-    OptionSpec o = text("tokenizer", M, "tokenizer.json or a directory holding it. Default: the model directory",
+    OptionSpec o = text("tokenizer", M, "tokenizer.json or a directory holding it",
                         kScopeModel, [](Config& c) -> std::string& { return c.model.tokenizer; }, "PATH");
     o.show = [](const Config& c) { return c.model.tokenizer.empty() ? std::string("model dir") : c.model.tokenizer; };
     t.push_back(o);

@@ -24,8 +24,10 @@ std::string source_of(const SourceMap& sources, const std::string& name) {
 
 Device resolve_device(Device requested, const SourceMap& sources) {
 #ifdef STRATA_HAVE_CUDA
-  // The CUDA backend (cuda/) answers whether a device is usable; a build without it never asks.
-  if (requested == Device::Auto) return cuda_device_available() ? Device::Cuda : Device::Cpu;
+  // The CUDA backend (cuda/) answers whether a device is visible; a build without it never asks.
+  if (requested == Device::Auto) return CudaBackend::device_count() > 0 ? Device::Cuda : Device::Cpu;
+  if (requested == Device::Cuda && CudaBackend::device_count() == 0)
+    throw Error("--device cuda: no CUDA device is visible (from " + source_of(sources, "device") + ")");
   return requested;
 #else
   if (requested == Device::Cuda)
@@ -78,7 +80,7 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
     opts.max_context = runtime.ctx_size;
     opts.kv_cache_gb = config.backend.kv_cache_gb;
     opts.gpu_memory_fraction = config.backend.gpu_memory_fraction;
-    return [model, opts]() -> std::unique_ptr<Backend> { return make_cuda_backend(*model, opts); };
+    return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #endif
   CpuBackendOptions opts;
@@ -88,7 +90,13 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
   return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
 }
 
-void apply_fault_spec(Config& config, const SourceMap& sources) {
+void finalize_engine_options(Config& config, const SourceMap& sources) {
+  // The engine has no drafter hook yet (engine/spec holds the drafters): accepting --spec and decoding
+  // without it would be a silent lie about what runs.
+  if (config.spec.mode != SpecMode::Off)
+    throw ConfigError(std::string("--spec: '") + spec_mode_name(config.spec.mode) +
+                      "' is not available: the engine does not run drafters yet; use --spec off (from " +
+                      source_of(sources, "spec") + ")");
   if (config.faults.spec.empty()) return;
   try {
     config.engine.faults = parse_fault_spec(config.faults.spec);

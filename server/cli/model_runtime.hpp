@@ -22,7 +22,7 @@ struct ModelRuntime {
 };
 
 // Auto -> cuda when this build has CUDA and a GPU is visible, else cpu. Cuda in a CPU-only build is a
-// ConfigError naming --device.
+// ConfigError naming --device; cuda with no visible GPU is a runtime Error (exit 1).
 Device resolve_device(Device requested, const SourceMap& sources);
 
 // 0 -> the model's max_position_embeddings clipped to kDefaultCtxCap (kDefaultCtxCap when the model does
@@ -36,8 +36,9 @@ ModelRuntime load_model_runtime(const Config& config, const SourceMap& sources);
 // Builds the backend for `runtime` on its resolved device.
 Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config);
 
-// --debug-faults parsed into EngineOptions::faults. The grammar lives with the engine (engine/core/faults.hpp),
-// which config/ cannot link, so this is the one check of the spec; it throws ConfigError naming the option.
-void apply_fault_spec(Config& config, const SourceMap& sources);
+// The engine-facing checks config/ cannot make because it does not link the engine: --debug-faults parsed
+// into EngineOptions::faults (the grammar lives in engine/core/faults.hpp), and --spec refused while the
+// engine has no drafter hook. Throws ConfigError naming the option and its source.
+void finalize_engine_options(Config& config, const SourceMap& sources);
 
 }  // namespace strata

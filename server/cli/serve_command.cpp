@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <prometheus/registry.h>
 
@@ -44,10 +45,14 @@ std::unique_ptr<ChatTemplate> load_chat_template(const Config& config, const Mod
   }
 }
 
-int run_serve(ConfigCli& cli) {
+int run_serve(ConfigCli& cli, bool print_config) {
   Config config = cli.build();
+  if (print_config) {
+    std::cout << describe_config(config, cli.sources(), kScopeAll);
+    return kExitOk;
+  }
   setup_logging(config.logging.format, config.logging.level);
-  apply_fault_spec(config, cli.sources());
+  finalize_engine_options(config, cli.sources());
   // Before any thread exists, so the engine and HTTP threads inherit the blocked mask.
   block_shutdown_signals();
 
@@ -94,7 +99,10 @@ int run_serve(ConfigCli& cli) {
 Command add_serve_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
   auto cli = std::make_shared<ConfigCli>(*app, kScopeAll);
-  return {app, [cli] { return run_serve(*cli); }};
+  auto print_config = std::make_shared<bool>(false);
+  app->add_flag("--print-config", *print_config,
+                "Print every option's effective value and where it came from, then exit");
+  return {app, [cli, print_config] { return run_serve(*cli, *print_config); }};
 }
 
 }  // namespace strata

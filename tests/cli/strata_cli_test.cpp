@@ -92,13 +92,16 @@ TEST_CASE("a bad YAML file exits 2 naming file and line") {
   CHECK_THAT(t.err, Contains("--port") && Contains(typed + ":1"));
 }
 
-TEST_CASE("cross-option rules exit 2: faults need enabling, cuda needs a CUDA build, a bad fault spec") {
+TEST_CASE("engine-facing rules exit 2: faults need enabling, a bad fault spec, --spec without a drafter hook, cuda without CUDA") {
   const RunResult faults = run_strata({"serve", "--debug-faults", "throw@window=1"});
   CHECK(faults.exit_code == 2);
   CHECK_THAT(faults.err, Contains("--enable-debug-faults"));
   const RunResult spec = run_strata({"serve", "--model", kFixture, "--enable-debug-faults", "--debug-faults", "explode@now"});
   CHECK(spec.exit_code == 2);
   CHECK_THAT(spec.err, Contains("--debug-faults"));
+  const RunResult spec_mode = run_strata({"generate", "--model", kFixture, "--prompt", "x", "--spec", "ngram"});
+  CHECK(spec_mode.exit_code == 2);
+  CHECK_THAT(spec_mode.err, Contains("--spec") && Contains("flag --spec"));
 #ifndef STRATA_TEST_CUDA_BUILD
   const RunResult cuda = run_strata({"generate", "--model", kFixture, "--prompt", "x", "--device", "cuda"});
   CHECK(cuda.exit_code == 2);
@@ -202,4 +205,38 @@ TEST_CASE("strata serve with no --model serves the embedded default model") {
   CHECK_THAT(server.err(), Contains("loading model from") && Contains("models/"));
   server.signal(SIGINT);
   CHECK(server.finish(std::chrono::seconds(60)).exit_code == 0);
+}
+
+TEST_CASE("strata serve --print-config shows each effective value with its source and starts nothing") {
+  const std::string path = temp_file("print.yaml", "max-slots: 3\nport: 7000\n");
+  const RunResult r = run_strata({"serve", "--print-config", "--config", path, "--port", "9000"},
+                                 {{"STRATA_HOST", "0.0.0.0"}, {"STRATA_API_KEY", "secret-key"}});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("port = 9000  (flag --port)"));
+  CHECK_THAT(r.out, Contains("max-slots = 3  (" + path + ":1)"));
+  CHECK_THAT(r.out, Contains("host = 0.0.0.0  (env STRATA_HOST)"));
+  CHECK_THAT(r.out, Contains("threads = 0  (default)"));
+  CHECK_THAT(r.out, !Contains("secret-key"));  // keys are never printed
+  CHECK_THAT(r.err, !Contains("listening on"));
+}
+
+TEST_CASE("strata tokenize and detokenize round-trip text through the fixture's tokenizer") {
+  const RunResult ids = run_process(kStrata, {"tokenize", "--tokenizer", kFixture}, {}, "Hello world");
+  REQUIRE(ids.exit_code == 0);
+  const auto parsed = nlohmann::json::parse(ids.out);
+  REQUIRE(parsed.is_array());
+  CHECK(parsed.size() >= 2);
+  const RunResult text = run_process(kStrata, {"detokenize", "--tokenizer", kFixture}, {}, ids.out);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out == "Hello world");
+  CHECK(run_strata({"tokenize"}).exit_code == 2);  // --tokenizer is required
+}
+
+TEST_CASE("strata chat-template renders the request's messages through the model's template") {
+  const std::string req = temp_file("req.json", R"({"messages":[{"role":"user","content":"ping-1234"}]})");
+  const RunResult r = run_strata({"chat-template", "--tokenizer", kFixture, "--request", req});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("ping-1234"));
+  const RunResult missing = run_strata({"chat-template", "--tokenizer", kFixture, "--request", "/nonexistent.json"});
+  CHECK(missing.exit_code == 1);
 }
