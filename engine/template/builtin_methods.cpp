@@ -225,7 +225,18 @@ const std::unordered_set<std::string> dict_methods = {"get", "items", "keys", "v
 const std::unordered_set<std::string> list_methods = {"index", "count"};
 }  // namespace
 
+// Attribute lookups on dicts (message.role, tool.function) are the hottest path of a chat template:
+// compare against the few dict method names directly instead of hashing.
+bool is_dict_attribute_method(const std::string& name) {
+  static const char* const names[] = {"get", "pop", "keys", "items", "clear", "values", "update", "popitem",
+                                      "setdefault"};
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
+
 std::optional<Value> method_attribute(const Value& obj, const std::string& name) {
+  if (obj.is_dict() && !is_dict_attribute_method(name)) return std::nullopt;
   const std::unordered_set<std::string>* methods = nullptr;
   const std::unordered_set<std::string>* mutators = nullptr;
   switch (obj.kind()) {

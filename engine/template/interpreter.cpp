@@ -30,6 +30,8 @@ Interpreter::Interpreter(const Program& program, const TemplateLimits& limits)
       size_limits_{limits.max_output_bytes, limits.max_loop_iterations} {}
 
 std::string Interpreter::render(std::shared_ptr<Dict> context) {
+  char base_marker;
+  stack_base_ = &base_marker;
   root_ = std::make_shared<Scope>();
   root_->vars = context->entries;
   scope_ = root_;
@@ -59,6 +61,13 @@ void Interpreter::emit(const Value& v) {
   std::string s;
   py_str_append(s, v);
   emit(s);
+}
+
+void Interpreter::check_stack() const {
+  char marker;
+  const char* here = &marker;
+  size_t used = here < stack_base_ ? static_cast<size_t>(stack_base_ - here) : static_cast<size_t>(here - stack_base_);
+  if (used > kStackBudgetBytes) throw TemplateError("template recursion exceeds the stack budget");
 }
 
 void Interpreter::count_iterations(size_t n) {
@@ -108,6 +117,7 @@ Value Interpreter::apply_filters(const std::vector<std::unique_ptr<FilterExpr>>&
 }
 
 void Interpreter::exec_stmt(const Stmt& stmt) {
+  check_stack();
   switch (stmt.kind) {
     case StmtKind::Text: emit(static_cast<const TextStmt&>(stmt).text); return;
     case StmtKind::Print: {
@@ -372,6 +382,7 @@ CallArgs Interpreter::eval_args(const Arguments& a) {
 }
 
 Value Interpreter::eval(const Expr& e) {
+  check_stack();
   try {
     return eval_inner(e);
   } catch (const PositionedError&) {

@@ -62,6 +62,7 @@ class Interpreter {
   [[noreturn]] void fail_undefined(size_t pos, const Value& undefined) const;
   void emit(const std::string& s);
   void emit(const Value& v);
+  void check_stack() const;
 
   const Program& program_;
   TemplateLimits limits_;
@@ -72,6 +73,10 @@ class Interpreter {
   Flow flow_ = Flow::Normal;
   long iterations_ = 0;
   int depth_ = 0;
+  // Each limit alone keeps recursion shallow, but they multiply (200 macro levels each evaluating a
+  // 200-deep expression), so the stack itself is budgeted too. Threads get 8 MiB stacks by default.
+  static constexpr size_t kStackBudgetBytes = 2u << 20;
+  const char* stack_base_ = nullptr;
 };
 
 // A positioned runtime error: message already carries "line L, column C".

@@ -10,6 +10,7 @@ namespace strata::jinja {
 
 template <class Json>
 Value from_json(const Json& j) {
+  ValueNestingGuard guard;
   switch (j.type()) {
     case nlohmann::json::value_t::null: return Value::none();
     case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());

@@ -155,6 +155,7 @@ bool py_less(const Value& a, const Value& b) {
   }
   if (a.is_string() && b.is_string()) return a.str() < b.str();  // UTF-8 byte order is code point order
   if (a.is_list() && b.is_list()) {
+    ValueNestingGuard guard;
     const List& x = a.items();
     const List& y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {

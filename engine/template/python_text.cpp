@@ -33,6 +33,7 @@ bool py_printable(char32_t c) {
 void repr_append(std::string& out, const Value& v);
 
 void dict_repr_append(std::string& out, const Dict& d) {
+  ValueNestingGuard guard;
   out += '{';
   bool first = true;
   for (const auto& [k, val] : d.entries) {
@@ -49,6 +50,7 @@ void repr_append(std::string& out, const Value& v) {
   switch (v.kind()) {
     case Kind::String: out += string_repr(v.str()); return;
     case Kind::List: {
+      ValueNestingGuard guard;
       const List& items = v.items();
       out += v.is_tuple() ? '(' : '[';
       for (size_t i = 0; i < items.size(); ++i) {
@@ -216,6 +218,7 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
 }
 
 void json_value(std::string& out, const Value& v, const JsonDumpOptions& o, int level) {
+  ValueNestingGuard guard;
   auto newline = [&](int lvl) {
     out += '\n';
     for (int i = 0; i < lvl; ++i) out += *o.indent;

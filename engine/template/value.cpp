@@ -1,5 +1,7 @@
 #include "engine/template/value.hpp"
 
+#include "engine/template/chat_template.hpp"
+
 namespace strata::jinja {
 
 Value Value::list(List items, bool tuple) {
@@ -97,6 +99,15 @@ const Value* CallArgs::kwarg(std::string_view name) const {
   return nullptr;
 }
 
+thread_local int ValueNestingGuard::depth_ = 0;
+
+ValueNestingGuard::ValueNestingGuard() {
+  if (++depth_ > kMaxValueNesting) {
+    --depth_;
+    throw TemplateError("value nested deeper than " + std::to_string(kMaxValueNesting) + " levels");
+  }
+}
+
 bool py_equal(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
     if (a.kind() == Kind::Float || b.kind() == Kind::Float) return a.to_double() == b.to_double();
@@ -108,6 +119,7 @@ bool py_equal(const Value& a, const Value& b) {
     case Kind::None: return true;
     case Kind::String: return a.str() == b.str();
     case Kind::List: {
+      ValueNestingGuard guard;
       // Python: a list never equals a tuple.
       if (a.is_tuple() != b.is_tuple()) return false;
       const List& x = a.items();
@@ -118,6 +130,7 @@ bool py_equal(const Value& a, const Value& b) {
       return true;
     }
     case Kind::Dict: {
+      ValueNestingGuard guard;
       const Dict& x = a.dict_ref();
       const Dict& y = b.dict_ref();
       if (x.entries.size() != y.entries.size()) return false;

@@ -115,6 +115,21 @@ struct Callable {
   std::function<Value(Interpreter&, CallArgs&)> fn;
 };
 
+// Values a template builds can nest as deep as its loop budget allows (`set ns.x = [ns.x]` in a loop);
+// the recursive walks over values (repr, equality, ordering, JSON in and out) hold one of these per level
+// and refuse beyond kMaxValueNesting with a TemplateError instead of overflowing the stack.
+constexpr int kMaxValueNesting = 512;
+class ValueNestingGuard {
+ public:
+  ValueNestingGuard();
+  ~ValueNestingGuard() { --depth_; }
+  ValueNestingGuard(const ValueNestingGuard&) = delete;
+  ValueNestingGuard& operator=(const ValueNestingGuard&) = delete;
+
+ private:
+  static thread_local int depth_;
+};
+
 // Python equality (1 == 1.0 == True, element-wise for lists and dicts; Undefined equals only Undefined).
 bool py_equal(const Value& a, const Value& b);
 

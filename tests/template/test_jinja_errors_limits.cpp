@@ -97,3 +97,20 @@ TEST_CASE("a compiled template renders many times with nothing carried from one 
   CHECK(tpl->render(nlohmann::json{{"xs", {1, 2, 3}}}) == "6");
   CHECK(tpl->render(nlohmann::json{{"xs", {4}}}) == "4");
 }
+
+TEST_CASE("values nested by a loop are refused past the nesting limit when printed or compared, not overflowed") {
+  const char* build = "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}";
+  CHECK(render(std::string(build) + "ok") == "ok");
+  CHECK_THAT(error_of(std::string(build) + "{{ ns.x }}"), Catch::Contains("nested deeper than"));
+  CHECK_THAT(error_of(std::string(build) + "{{ ns.x|tojson }}"), Catch::Contains("nested deeper than"));
+  CHECK_THAT(error_of(std::string(build) + "{{ ns.x == ns.x }}"), Catch::Contains("nested deeper than"));
+}
+
+TEST_CASE("recursion limits that multiply are caught by the stack budget") {
+  // 200 nested macro calls, each evaluating an expression 150 levels deep.
+  std::string deep = std::string(150, '(') + "n" + std::string(150, ')');
+  TemplateLimits limits;
+  limits.max_recursion_depth = 100000;
+  std::string src = "{% macro f(n) %}{{ f(" + deep + " + 1) }}{% endmacro %}{{ f(0) }}";
+  CHECK_THAT(error_of(src, "{}", limits), Catch::Contains("stack budget"));
+}
