@@ -1,0 +1,197 @@
+#!/usr/bin/env node
+// Streaming load generator for an OpenAI-compatible server on this machine, reporting what vLLM's
+// benchmark_serving reports (throughput, TTFT, TPOT, ITL with mean/p50/p90/p99). With --check-solo it is
+// also the batch-invariance check through HTTP: every prompt's output under load must equal its solo run.
+import { writeFileSync } from 'node:fs';
+import { parseArgs, UsageError, USAGE } from './serve/args.mjs';
+import { requestBody, endpointPath, streamRequest } from './serve/client.mjs';
+import { runPhase } from './serve/runner.mjs';
+import { phaseReport, summarize } from './serve/stats.mjs';
+import { buildPrompts, tokenizeCounter } from './serve/prompts.mjs';
+import { latencyPlot } from './serve/plot.mjs';
+
+const fmt = (v, d = 2) => (v === null || v === undefined ? '-' : v.toFixed(d));
+
+function printPhase(name, r) {
+  const line = (k, v) => console.log(`${k.padEnd(36)}${v}`);
+  console.log(`\n==== ${name} ${'='.repeat(Math.max(0, 60 - name.length))}`);
+  line('Successful requests:', r.completed);
+  line('Failed requests:', r.failed);
+  if (r.not_sent) line('Not sent (duration limit):', r.not_sent);
+  line('Duration (s):', fmt(r.duration_s));
+  line('Total input tokens:', r.total_prompt_tokens);
+  line('Total generated tokens:', r.total_output_tokens);
+  line('Request throughput (req/s):', fmt(r.request_throughput));
+  line('Output token throughput (tok/s):', fmt(r.output_throughput));
+  line('Total token throughput (tok/s):', fmt(r.total_token_throughput));
+  for (const [k, label] of [['ttft_ms', 'TTFT'], ['tpot_ms', 'TPOT'], ['itl_ms', 'ITL'], ['e2el_ms', 'E2E latency']]) {
+    const s = r[k];
+    line(`${label} (ms) mean/p50/p90/p99:`, `${fmt(s.mean)} / ${fmt(s.p50)} / ${fmt(s.p90)} / ${fmt(s.p99)}`);
+  }
+  for (const e of r.errors.slice(0, 10)) console.log(`  request ${e.index}: ${e.message}`);
+  if (r.errors.length > 10) console.log(`  ... and ${r.errors.length - 10} more errors`);
+}
+
+function printSummary(levels) {
+  console.log('\nconcurrency  ok/sent  fail  req/s    out tok/s  TTFT p50  TTFT p99  TPOT p50  ITL p50  ITL p99');
+  for (const r of levels) {
+    console.log(
+      `${String(r.concurrency).padStart(11)}  ${`${r.completed}/${r.requests}`.padStart(7)}  ${String(r.failed).padStart(4)}  ` +
+        `${fmt(r.request_throughput).padStart(7)}  ${fmt(r.output_throughput, 1).padStart(9)}  ${fmt(r.ttft_ms.p50).padStart(8)}  ` +
+        `${fmt(r.ttft_ms.p99).padStart(8)}  ${fmt(r.tpot_ms.p50).padStart(8)}  ${fmt(r.itl_ms.p50).padStart(7)}  ${fmt(r.itl_ms.p99).padStart(7)}`,
+    );
+  }
+}
+
+async function resolveModel(o, headers) {
+  if (o.model) return o.model;
+  let res;
+  try {
+    res = await fetch(`${o.baseUrl}/v1/models`, { headers, signal: AbortSignal.timeout(30000) });
+  } catch (e) {
+    throw new UsageError(`cannot reach ${o.baseUrl}/v1/models: ${e.cause?.message ?? e.message}`);
+  }
+  if (res.status !== 200) throw new UsageError(`${o.baseUrl}/v1/models answered HTTP ${res.status}; pass --model`);
+  const j = await res.json().catch(() => null);
+  const id = j && Array.isArray(j.data) && j.data[0] && j.data[0].id;
+  if (typeof id !== 'string') throw new UsageError(`${o.baseUrl}/v1/models listed no model; pass --model`);
+  return id;
+}
+
+// First index at which two outputs differ, for a readable mismatch report.
+function firstDifference(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+export async function main(argv) {
+  const o = parseArgs(argv);
+  if (o.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const headers = o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {};
+  const model = await resolveModel(o, headers);
+  const promptSet = await buildPrompts({
+    count: o.requests,
+    promptTokens: o.promptTokens,
+    seed: o.seed ?? 0,
+    countTokens: o.calibrate ? tokenizeCounter(o.baseUrl, model, headers) : null,
+  });
+  const known = promptSet.tokenCounts.filter((c) => c !== null);
+  if (!o.quiet)
+    console.log(
+      `model ${model} at ${o.baseUrl}${endpointPath(o.endpoint)}: ${o.requests} prompts of ` +
+        (promptSet.calibrated ? `${summarize(known).min}-${summarize(known).max} tokens (calibrated with /tokenize)` : `about ${o.promptTokens} tokens (estimated)`),
+    );
+  const url = `${o.baseUrl}${endpointPath(o.endpoint)}`;
+  const send = (i, signal) =>
+    streamRequest({
+      url,
+      headers,
+      signal,
+      index: i,
+      body: requestBody({
+        endpoint: o.endpoint,
+        model,
+        prompt: promptSet.prompts[i],
+        maxTokens: o.maxTokens,
+        temperature: o.temperature,
+        seed: o.seed === null ? null : o.seed + i,
+        ignoreEos: o.ignoreEos,
+      }),
+    });
+  const phase = async (concurrency) => {
+    const run = await runPhase({ count: o.requests, concurrency, durationLimitMs: o.durationLimitS * 1000, send });
+    const rep = { concurrency, ...phaseReport(run.records, run.durationMs), not_sent: run.notSent, hit_duration_limit: run.hitLimit };
+    return { rep, records: run.records };
+  };
+
+  const out = {
+    tool: 'strata bench_serve',
+    started_at: new Date().toISOString(),
+    config: {
+      base_url: o.baseUrl, endpoint: o.endpoint, model, concurrency: o.concurrency, requests: o.requests,
+      prompt_tokens: o.promptTokens, max_tokens: o.maxTokens, temperature: o.temperature, seed: o.seed,
+      ignore_eos: o.ignoreEos, duration_limit_s: o.durationLimitS, check_solo: o.checkSolo,
+    },
+    prompts: {
+      calibrated: promptSet.calibrated,
+      tokens_per_word: promptSet.tokensPerWord,
+      token_counts: promptSet.tokenCounts,
+      token_count_summary: summarize(known),
+    },
+    solo: null,
+    levels: [],
+    check_solo: null,
+  };
+  let failed = false;
+  let soloRecords = null;
+  if (o.checkSolo) {
+    const { rep, records } = await phase(1);
+    out.solo = rep;
+    soloRecords = records;
+    if (!o.quiet) printPhase('solo runs (concurrency 1)', rep);
+    failed ||= rep.failed > 0 || rep.not_sent > 0;
+    out.check_solo = { passed: true, compared: 0, mismatches: [] };
+  }
+  for (const c of o.concurrency) {
+    const { rep, records } = await phase(c);
+    out.levels.push(rep);
+    if (!o.quiet) printPhase(`concurrency ${c}`, rep);
+    failed ||= rep.failed > 0 || rep.not_sent > 0;
+    if (soloRecords) {
+      const solo = new Map(soloRecords.filter((r) => r.ok).map((r) => [r.index, r]));
+      for (const r of records) {
+        const s = solo.get(r.index);
+        if (!r.ok || !s) continue;
+        out.check_solo.compared++;
+        const at = firstDifference(s.text, r.text);
+        if (at >= 0)
+          out.check_solo.mismatches.push({
+            concurrency: c, index: r.index, first_difference_at: at, solo_text: s.text, load_text: r.text,
+          });
+      }
+    }
+  }
+  if (out.check_solo) {
+    out.check_solo.passed = out.check_solo.mismatches.length === 0 && !failed;
+    for (const m of out.check_solo.mismatches.slice(0, 10))
+      console.log(
+        `MISMATCH request ${m.index} at concurrency ${m.concurrency}: output differs from its solo run at character ${m.first_difference_at}\n` +
+          `  solo: ${JSON.stringify(m.solo_text.slice(m.first_difference_at, m.first_difference_at + 60))}\n` +
+          `  load: ${JSON.stringify(m.load_text.slice(m.first_difference_at, m.first_difference_at + 60))}`,
+      );
+    console.log(
+      `check-solo: ${out.check_solo.passed ? 'PASS' : 'FAIL'} (${out.check_solo.compared} outputs compared, ` +
+        `${out.check_solo.mismatches.length} differ${failed ? ', some requests failed or were not sent' : ''})`,
+    );
+  }
+  printSummary(out.levels);
+  out.finished_at = new Date().toISOString();
+  if (o.json) writeFileSync(o.json, JSON.stringify(out, null, 1) + '\n');
+  if (o.png) {
+    const heading = `${model} - ${o.endpoint}, prompt ${o.promptTokens}, max tokens ${o.maxTokens}`;
+    writeFileSync(o.png, latencyPlot(out.levels, heading));
+  }
+  const mismatched = out.check_solo && out.check_solo.mismatches.length > 0;
+  return failed || mismatched ? 1 : 0;
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('bench_serve.mjs')) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      if (e instanceof UsageError) {
+        console.error(`bench_serve: ${e.message}`);
+        process.exitCode = 2;
+      } else {
+        console.error(`bench_serve: ${e.stack ?? e}`);
+        process.exitCode = 2;
+      }
+    },
+  );
+}

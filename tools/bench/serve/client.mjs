@@ -1,0 +1,132 @@
+// One streaming request over the OpenAI API and its timeline. Times are taken with performance.now() at the
+// moment the bytes that complete an event are read, relative to just before the request is sent, so TTFT
+// includes connection set-up and queueing in the server, as a real client sees it.
+import { SseParser } from './sse.mjs';
+
+// The request body for one prompt; ignore_eos and seed are only sent when asked for because they are not
+// part of the OpenAI schema and a strict server may reject them.
+export function requestBody({ endpoint, model, prompt, maxTokens, temperature, seed, ignoreEos }) {
+  const body = { model, max_tokens: maxTokens, temperature, stream: true, stream_options: { include_usage: true } };
+  if (endpoint === 'chat') body.messages = [{ role: 'user', content: prompt }];
+  else body.prompt = prompt;
+  if (seed !== null && seed !== undefined) body.seed = seed;
+  if (ignoreEos) body.ignore_eos = true;
+  return body;
+}
+
+export const endpointPath = (endpoint) => (endpoint === 'chat' ? '/v1/chat/completions' : '/v1/completions');
+
+function errorMessageOf(obj) {
+  const e = obj && obj.error;
+  if (e === undefined || e === null) return null;
+  if (typeof e === 'string') return e;
+  if (typeof e.message === 'string') return e.message;
+  return JSON.stringify(e);
+}
+
+// Text a chunk carries: completions put it in choices[0].text, chat in choices[0].delta.content (or
+// reasoning_content for thinking models). A role-only or empty delta is not a content chunk.
+function chunkText(obj) {
+  const choice = Array.isArray(obj.choices) ? obj.choices[0] : undefined;
+  if (!choice) return { text: '', finish: null };
+  let text = '';
+  if (typeof choice.text === 'string') text = choice.text;
+  else if (choice.delta) {
+    if (typeof choice.delta.content === 'string') text += choice.delta.content;
+    if (typeof choice.delta.reasoning_content === 'string') text += choice.delta.reasoning_content;
+  }
+  return { text, finish: choice.finish_reason ?? null };
+}
+
+// Never throws: every failure becomes a record with ok=false and a message saying what went wrong.
+export async function streamRequest({ url, body, headers = {}, signal, index }) {
+  const rec = {
+    index,
+    ok: false,
+    status: null,
+    error: null,
+    chunkTimes: [],
+    e2eMs: null,
+    text: '',
+    outputTokens: 0,
+    outputTokensSource: null,
+    promptTokens: null,
+    finishReason: null,
+  };
+  const t0 = performance.now();
+  let usage = null;
+  let done = false;
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
+    rec.status = res.status;
+    if (res.status !== 200) {
+      const raw = await res.text();
+      let msg = raw.slice(0, 500);
+      try {
+        msg = errorMessageOf(JSON.parse(raw)) ?? msg;
+      } catch {
+        // not JSON: keep the raw text
+      }
+      rec.error = `HTTP ${res.status}: ${msg}`;
+      return rec;
+    }
+    const parser = new SseParser();
+    const reader = res.body.getReader();
+    outer: for (;;) {
+      const { value, done: eof } = await reader.read();
+      const t = performance.now() - t0;
+      const events = eof ? parser.end() : parser.push(value);
+      for (const ev of events) {
+        if (ev.data === '[DONE]') {
+          done = true;
+          rec.e2eMs = t;
+          break outer;
+        }
+        let obj;
+        try {
+          obj = JSON.parse(ev.data);
+        } catch {
+          rec.error = `malformed JSON in stream event: ${ev.data.slice(0, 200)}`;
+          await reader.cancel().catch(() => {});
+          return rec;
+        }
+        const err = errorMessageOf(obj);
+        if (ev.event === 'error' || err !== null) {
+          rec.error = `error event in stream: ${err ?? ev.data.slice(0, 200)}`;
+          await reader.cancel().catch(() => {});
+          return rec;
+        }
+        if (obj.usage) usage = obj.usage;
+        const { text, finish } = chunkText(obj);
+        if (text.length > 0) {
+          rec.chunkTimes.push(t);
+          rec.text += text;
+        }
+        if (finish) rec.finishReason = finish;
+      }
+      if (eof) break;
+    }
+    if (!done) {
+      rec.error = 'the stream ended before "data: [DONE]"';
+      return rec;
+    }
+  } catch (e) {
+    rec.error = signal && signal.aborted ? 'aborted: the duration limit was reached' : `request failed: ${e.cause?.message ?? e.message}`;
+    return rec;
+  }
+  if (usage && Number.isInteger(usage.completion_tokens)) {
+    rec.outputTokens = usage.completion_tokens;
+    rec.outputTokensSource = 'usage';
+  } else {
+    rec.outputTokens = rec.chunkTimes.length;
+    rec.outputTokensSource = 'chunks';
+  }
+  if (usage && Number.isInteger(usage.prompt_tokens)) rec.promptTokens = usage.prompt_tokens;
+  rec.ok = true;
+  return rec;
+}
