@@ -102,17 +102,33 @@ int run_detokenize_lines_command(const std::string& tokenizer_path, bool skip_sp
   });
 }
 
+int run_detokenize_stream_command(const std::string& tokenizer_path, bool skip_special_tokens, std::istream& in,
+                                  std::ostream& out, std::ostream& err) {
+  return guarded("detokenize", err, [&] {
+    auto tok = Tokenizer::load(tokenizer_path);
+    std::string line;
+    for (size_t n = 1; std::getline(in, line); ++n) {
+      const std::string what = "line " + std::to_string(n);
+      DecodeStream stream(*tok, skip_special_tokens);
+      json pieces = json::array();
+      for (TokenId id : parse_ids(parse_json(line, what), *tok, what)) pieces.push_back(stream.step(id));
+      pieces.push_back(stream.flush());
+      out << pieces.dump() << "\n";
+    }
+  });
+}
+
 int tokenizer_cli_main(int argc, char** argv) {
   const std::string usage =
       "usage: tokenize --tokenizer PATH [--add-special-tokens] [--lines]\n"
-      "       detokenize --tokenizer PATH [--skip-special-tokens] [--lines]\n";
+      "       detokenize --tokenizer PATH [--skip-special-tokens] [--lines | --stream]\n";
   if (argc < 2) {
     std::cerr << usage;
     return 2;
   }
   const std::string command = argv[1];
   std::string path;
-  bool flag = false, lines = false;
+  bool flag = false, lines = false, stream = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--tokenizer" && i + 1 < argc) {
@@ -122,6 +138,8 @@ int tokenizer_cli_main(int argc, char** argv) {
       flag = true;
     } else if (a == "--lines") {
       lines = true;
+    } else if (command == "detokenize" && a == "--stream") {
+      stream = true;
     } else {
       std::cerr << "unknown argument: " << a << "\n" << usage;
       return 2;
@@ -135,6 +153,8 @@ int tokenizer_cli_main(int argc, char** argv) {
   if (command == "tokenize")
     return lines ? run_tokenize_lines_command(path, flag, std::cin, std::cout, std::cerr)
                  : run_tokenize_command(path, flag, std::cin, std::cout, std::cerr);
+  if (command == "detokenize" && stream)
+    return run_detokenize_stream_command(path, flag, std::cin, std::cout, std::cerr);
   if (command == "detokenize")
     return lines ? run_detokenize_lines_command(path, flag, std::cin, std::cout, std::cerr)
                  : run_detokenize_command(path, flag, std::cin, std::cout, std::cerr);

@@ -22,8 +22,13 @@ int run_tokenize_lines_command(const std::string& tokenizer_path, bool add_speci
 int run_detokenize_lines_command(const std::string& tokenizer_path, bool skip_special_tokens, std::istream& in,
                                  std::ostream& out, std::ostream& err);
 
+// Each input line is a JSON id array; each output line is the JSON array of the pieces a DecodeStream
+// returned for it (one per id, then the flush), so tools can check streaming against decoding.
+int run_detokenize_stream_command(const std::string& tokenizer_path, bool skip_special_tokens, std::istream& in,
+                                  std::ostream& out, std::ostream& err);
+
 // `tokenize --tokenizer PATH [--add-special-tokens] [--lines]` or `detokenize --tokenizer PATH
-// [--skip-special-tokens] [--lines]`, argv[0] being the program name.
+// [--skip-special-tokens] [--lines | --stream]`, argv[0] being the program name.
 int tokenizer_cli_main(int argc, char** argv);
 
 }  // namespace strata

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "engine/core/types.hpp"
 #include "engine/tokenizer/bpe_model.hpp"
@@ -139,4 +140,19 @@ TEST_CASE("the fast loading path reads vocab and merges exactly as the JSON DOM 
     CHECK(ours == expected);
   }
   CHECK(tok->token_to_id("q\"\\\u00e9") == std::optional<TokenId>(259));
+}
+
+TEST_CASE("one tokenizer encodes from several threads at once with the same results") {
+  auto tok = load_json(chat_tokenizer(json::array({added_token(300, "<|a|>", true)})));
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "hi h<|a|>hi \u00e9 ";
+  const Ids expected = tok->encode(text);
+  std::vector<Ids> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r) results[t] = tok->encode(text);
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& r : results) CHECK(r == expected);
 }

@@ -71,3 +71,11 @@ TEST_CASE("the line-oriented forms answer one line per input line") {
   CHECK(run_detokenize_lines_command(tokenizer_path(), false, in2, out2, err) == 0);
   CHECK(out2.str() == "\"hi\"\n\"hi hi\"\n");
 }
+
+TEST_CASE("the stream form prints the DecodeStream pieces of each id array, flush last") {
+  // 0xC3 0xA9 is "é" split over two byte-level tokens: nothing until the second arrives.
+  std::istringstream in("[257, 195, 169]\n");
+  std::ostringstream out, err;
+  CHECK(run_detokenize_stream_command(tokenizer_path(), false, in, out, err) == 0);
+  CHECK(out.str() == "[\"hi\",\"\",\"\u00e9\",\"\"]\n");
+}

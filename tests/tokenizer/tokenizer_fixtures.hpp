@@ -19,12 +19,26 @@ namespace strata::test {
 
 using nlohmann::json;
 
+// The per-process directory for fixture files, removed when the test binary exits.
+inline const std::filesystem::path& temp_dir() {
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("strata_tokenizer_test_" + std::to_string(::getpid()));
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
 // Writes `doc` to a fresh file under the temp directory and returns its path.
 inline std::string write_temp_json(const json& doc) {
   static std::atomic<int> counter{0};
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("strata_tokenizer_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path& dir = temp_dir();
   const fs::path file = dir / ("t" + std::to_string(counter++) + ".json");
   std::ofstream(file) << doc.dump();
   return file.string();

