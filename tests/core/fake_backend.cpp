@@ -52,6 +52,7 @@ void FakeBackend::reset_slot(SlotId slot) { slots_.at(static_cast<size_t>(slot))
 void FakeBackend::close_slot(SlotId slot) {
   Slot& s = slots_.at(static_cast<size_t>(slot));
   if (!s.open) throw Error("fake: close_slot of a closed slot " + std::to_string(slot));
+  if (world_->closes.fetch_add(1) + 1 == world_->throw_at_close.load()) throw Error("fake: device fault in close_slot");
   s.open = false;
   world_->open_slots.fetch_sub(1);
 }

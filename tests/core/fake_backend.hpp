@@ -31,9 +31,10 @@ struct FakeWorld {
   std::atomic<int> build_delay_ms{0};       // rebuilds only (the first backend builds at once)
   std::atomic<bool> fail_builds{false};     // rebuilds throw
   std::atomic<int> throw_at_window{-1};     // run_window number (1-based, over all backends) that throws
+  std::atomic<int> throw_at_close{-1};      // close_slot call number (1-based, over all backends) that throws
 
   // Observations.
-  std::atomic<int> built{0}, released{0}, open_slots{0}, windows{0}, bad_windows{0};
+  std::atomic<int> built{0}, released{0}, open_slots{0}, windows{0}, bad_windows{0}, closes{0};
   std::mutex mu;
   std::vector<WindowRecord> log;
   std::vector<SamplingParams> sampling_log;  // every set_sampling, in order
