@@ -166,7 +166,7 @@ test('the latency plot is a picture with both series colours and a white backgro
   const levels = [1, 8, 32].map((c) => ({ concurrency: c, ttft_ms: { p50: c * 10, p99: c * 20 }, itl_ms: { p50: 5 + c, p99: 9 + c } }));
   const img = decodePng(latencyPlot(levels, 'test'));
   assert.equal(img.w, 1100);
-  assert.equal(img.h, 480);
+  assert.equal(img.h, 500);
   assert.deepEqual(img.px(0, 0), [255, 255, 255]);
   const colours = new Set();
   for (let y = 0; y < img.h; y += 1) for (let x = 0; x < img.w; x += 1) colours.add(img.px(x, y).join(','));

@@ -70,7 +70,7 @@ const port = await new Promise((resolve) => {
   const onData = (d) => {
     const s = d.toString();
     log += s;
-    process.stdout.write(`[server] ${s}`);
+    process.stdout.write(s.replace(/^(?=.)/gm, '[server] '));
     const m = log.match(/listening on https?:\/\/(?:\[[^\]]*\]|[^\s:"/]+):(\d+)/);
     if (m) {
       clearTimeout(timer);

@@ -68,13 +68,14 @@ function panel(cv, box, title, xs, series, logX) {
       prev = pt;
     });
   }
-  // Legend in the top-left corner of the panel.
-  series.forEach((s, i) => {
-    const ly = y + 12 + i * 22;
-    cv.rect(x + 10, ly - 2, 150, 20, [255, 255, 255]);
-    cv.line(x + 14, ly + 7, x + 44, ly + 7, s.color, 3, s.dash);
-    cv.text(x + 52, ly, s.name, INK, S);
-  });
+  // Legend under the panel, outside the plotted area, so no data point can hide behind it.
+  let lx = x + w / 2 - (series.length * 190) / 2;
+  for (const s of series) {
+    const ly = y + h + 64;
+    cv.line(lx, ly + 7, lx + 30, ly + 7, s.color, 3, s.dash);
+    cv.text(lx + 40, ly, s.name, INK, S);
+    lx += 190;
+  }
 }
 
 // levels: [{concurrency, ttft_ms: {p50,p99}, itl_ms: {p50,p99}}] in any order.
@@ -83,7 +84,7 @@ export function latencyPlot(levels, heading = '') {
   const xs = sorted.map((l) => l.concurrency);
   const logX = xs.length > 1 && Math.min(...xs) >= 1 && Math.max(...xs) / Math.min(...xs) >= 8;
   const W = 1100;
-  const H = 480;
+  const H = 500;
   const cv = new Canvas(W, H);
   if (heading) cv.text(W / 2 - textWidth(heading, S) / 2, 12, heading, INK, S);
   const pick = (k, q) => sorted.map((l) => (l[k] ? l[k][q] : null));
