@@ -239,10 +239,10 @@ test('timings measured through HTTP match the server known TTFT and inter-token 
       assert.equal(l.failed, 0);
       assert.equal(l.total_output_tokens, 80);
       assert.equal(l.total_prompt_tokens, 320);
-      assert.ok(l.ttft_ms.p50 >= 149 && l.ttft_ms.p50 < 450, `TTFT p50 ${l.ttft_ms.p50}`);
+      assert.ok(l.ttft_ms.p50 >= 149 && l.ttft_ms.p50 < 1000, `TTFT p50 ${l.ttft_ms.p50}`);
       assert.equal(l.itl_ms.count, 8 * 9);
-      assert.ok(l.itl_ms.p50 >= 20 && l.itl_ms.p50 < 80, `ITL p50 ${l.itl_ms.p50}`);
-      assert.ok(l.tpot_ms.p50 >= 20 && l.tpot_ms.p50 < 80, `TPOT p50 ${l.tpot_ms.p50}`);
+      assert.ok(l.itl_ms.p50 >= 20 && l.itl_ms.p50 < 150, `ITL p50 ${l.itl_ms.p50}`);
+      assert.ok(l.tpot_ms.p50 >= 20 && l.tpot_ms.p50 < 150, `TPOT p50 ${l.tpot_ms.p50}`);
       for (const q of l.per_request) {
         assert.equal(q.output_tokens_source, 'usage');
         assert.equal(q.itl_ms.length, 9);

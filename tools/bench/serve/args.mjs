@@ -12,7 +12,8 @@ Streaming load against an OpenAI-compatible server on this machine (loopback add
   --model NAME           model id (default: the first one /v1/models lists)
   --concurrency LIST     clients in flight, one value or a sweep like 1,8,32 (default 8)
   --requests N           requests per concurrency level (default 32)
-  --prompt-tokens N      prompt length in tokens, calibrated with /tokenize when available (default 128)
+  --prompt-tokens N      prompt text length in tokens, calibrated with /tokenize when available; chat adds
+                         the template's own tokens (default 128)
   --max-tokens N         max_tokens of every request (default 128)
   --temperature T        sampling temperature (default 0 = greedy)
   --seed S               per-request seed S+i for request i; also seeds the prompt text (default: none)
