@@ -240,3 +240,14 @@ TEST_CASE("strata chat-template renders the request's messages through the model
   const RunResult missing = run_strata({"chat-template", "--tokenizer", kFixture, "--request", "/nonexistent.json"});
   CHECK(missing.exit_code == 1);
 }
+
+TEST_CASE("--ctx-size 0 takes the model's max_position_embeddings; an explicit size is used as given") {
+  // The qwen3 fixture declares max_position_embeddings 512, below the 4096 cap.
+  const RunResult derived = run_strata({"generate", "--model", kFixture, "--prompt", "a", "--max-tokens", "1"});
+  REQUIRE(derived.exit_code == 0);
+  CHECK_THAT(derived.err, Contains("x 512 positions"));
+  const RunResult given = run_strata({"generate", "--model", kFixture, "--prompt", "a", "--max-tokens", "1",
+                                      "--ctx-size", "128", "--max-slots", "2"});
+  REQUIRE(given.exit_code == 0);
+  CHECK_THAT(given.err, Contains("2 slots x 128 positions"));
+}
