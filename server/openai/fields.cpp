@@ -53,8 +53,9 @@ int64_t integer_value(const nlohmann::json& v, const std::string& path, int64_t 
   if (v.is_number_integer() && !v.is_number_unsigned()) {
     out = v.get<int64_t>();
   } else if (v.is_number_unsigned()) {
+    // JSON text parses non-negative integers as unsigned; past INT64_MAX it is out of any range we accept.
     uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi))
+    if (u > static_cast<uint64_t>(INT64_MAX))
       throw_invalid(path, qname(path) + " must be at most " + std::to_string(hi) + ", got " + std::to_string(u));
     out = static_cast<int64_t>(u);
   } else if (v.is_number_float()) {

@@ -108,7 +108,8 @@ class Checker {
 
   // Reads `"key" :` into the top frame (keys longer than 64 bytes are shortened in paths only).
   bool read_key() {
-    if (pos_ >= s_.size() || s_[pos_] != '"') return failb("expected a string key in an object");
+    if (pos_ >= s_.size()) return failb("the body ends inside an object (truncated?)");
+    if (s_[pos_] != '"') return failb("expected a string key in an object");
     std::string key;
     if (!read_string(&key)) return false;
     if (key.size() > 64) key = key.substr(0, 64) + "...";

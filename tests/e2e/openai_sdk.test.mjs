@@ -249,25 +249,34 @@ describe('concurrency and cancellation', () => {
     assert.equal(streamText(all[3]), alone.choices[0].message.content);
   });
 
-  test('aborted streams free their slots (strata_slots_busy returns to 0)', async () => {
-    const aborted = [];
-    for (let i = 0; i < 6; i++) {
-      const ac = new AbortController();
-      aborted.push((async () => {
-        const stream = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 4000, temperature: 1, ignore_eos: true, stream: true }, { signal: ac.signal });
+  test('aborted streams cancel their generation and free their slots (strata_slots_busy back to 0)', async () => {
+    // Every window is slowed by 5 ms so that a stream is still generating when its client goes away.
+    const slow = await startServer(['--max-slots', '4', '--enable-debug-faults', '--debug-faults', 'slow@every=1:ms=5']);
+    try {
+      const c = new OpenAI({ baseURL: `${slow.url}/v1`, apiKey: 'x', maxRetries: 0, timeout: 120000 });
+      const scrape = async () => (await fetch(`${slow.url}/metrics`)).text();
+      const before = metric(await scrape(), 'strata_generation_tokens_total');
+      const maxTokens = 400;
+      const aborted = Array.from({ length: 6 }, async () => {
+        const ac = new AbortController();
+        const stream = await c.chat.completions.create({ messages, max_tokens: maxTokens, ignore_eos: true, stream: true }, { signal: ac.signal });
         try {
           let n = 0;
           for await (const _ of stream) if (++n === 3) ac.abort();
         } catch (e) {
           assert.ok(e.name === 'AbortError' || /abort/i.test(String(e)), String(e));
         }
-      })());
+      });
+      await Promise.all(aborted);
+      const freed = await waitFor(async () => metric(await scrape(), 'strata_slots_busy') === 0, { timeoutMs: 15000 });
+      assert.ok(freed, 'strata_slots_busy back to 0 after the clients went away');
+      const generated = metric(await scrape(), 'strata_generation_tokens_total') - (Number.isNaN(before) ? 0 : before);
+      assert.ok(generated < 6 * maxTokens / 2, `cancelled early: ${generated} of ${6 * maxTokens} tokens generated`);
+      const r = await c.chat.completions.create({ messages, max_tokens: 2 });
+      assert.equal(r.choices.length, 1, 'and the server still serves');
+    } finally {
+      await slow.stop();
     }
-    await Promise.all(aborted);
-    const freed = await waitFor(async () => metric(await (await fetch(`${srv.url}/metrics`)).text(), 'strata_slots_busy') === 0, { timeoutMs: 15000 });
-    assert.ok(freed, 'strata_slots_busy back to 0 after the clients went away');
-    const r = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 2 });
-    assert.equal(r.choices.length, 1, 'and the server still serves');
   });
 });
 

@@ -229,3 +229,11 @@ TEST_CASE("bad completion prompts and options name the element at fault", "[pars
   CHECK(completion_error({{"prompt", many}}).message.find("the limit is 64") != std::string::npos);
   CHECK(parse_completion_request({{"prompt", "x"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 3}}, limits()).logprobs == 3);
 }
+
+TEST_CASE("range messages are the same for integers written in JSON text (parsed as unsigned)", "[parse]") {
+  json b = json::parse(R"({"messages":[{"role":"user","content":"x"}],"n":50})");
+  ApiError e = chat_error(b);
+  CHECK(e.param == "n");
+  CHECK(e.message == "'n' must be between 1 and 8, got 50");
+  CHECK(chat_error(json::parse(R"({"messages":[{"role":"user","content":"x"}],"seed":18446744073709551615})")).param == "seed");
+}
