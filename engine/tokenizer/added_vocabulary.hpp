@@ -31,7 +31,6 @@ class AddedTokenMatcher {
   // `patterns` are the strings to find (already normalized for the normalized matcher), parallel to
   // `tokens`.
   AddedTokenMatcher(std::vector<std::string> patterns, std::vector<const AddedToken*> tokens);
-  bool empty() const { return patterns_.empty(); }
   // Splits text into alternating plain and token segments, covering it exactly except for the
   // whitespace that lstrip/rstrip remove.
   std::vector<Segment> split(std::string_view text) const;
@@ -42,6 +41,7 @@ class AddedTokenMatcher {
     int match = -1;  // index into patterns_ when a pattern ends here
   };
   std::vector<Node> trie_;
+  bool starts_[256] = {};  // bytes that begin some pattern: every other byte is skipped at once
   std::vector<std::string> patterns_;
   std::vector<const AddedToken*> tokens_;
 };

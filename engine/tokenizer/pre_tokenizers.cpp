@@ -53,9 +53,15 @@ class ByteLevel final : public PreTokenizer {
         if (!piece.empty()) encode(piece);
         return;
       }
-      regex_->for_each_match(piece, [&](size_t s, size_t e) { encode(std::string_view(piece).substr(s, e - s)); });
-      // Text the pattern does not cover is kept as pieces too (Isolated), though the GPT-2 pattern
-      // covers every code point.
+      // Isolated split: text the pattern leaves between matches is a piece too (the GPT-2 pattern
+      // happens to cover every code point, a custom one need not).
+      size_t last = 0;
+      regex_->for_each_match(piece, [&](size_t s, size_t e) {
+        if (s > last) encode(std::string_view(piece).substr(last, s - last));
+        encode(std::string_view(piece).substr(s, e - s));
+        last = e;
+      });
+      if (last < piece.size()) encode(std::string_view(piece).substr(last));
     });
   }
 

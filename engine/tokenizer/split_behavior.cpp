@@ -51,8 +51,6 @@ void split_by_matches(std::string_view text, const std::vector<std::pair<size_t,
         if (s.delimiter) {
           emit(start, s.end);
           open = false;
-        } else {
-          // a plain span followed by another plain span cannot happen: spans alternate
         }
       }
       if (open) emit(start, text.size());
