@@ -455,3 +455,111 @@ TEST_CASE("/metrics serves the registry and counts requests by endpoint and stat
   CHECK(m->body.find("status=\"400\"") != std::string::npos);
   CHECK(m->body.find("status=\"200\"") != std::string::npos);
 }
+
+namespace {
+json weather_tools() {
+  return json::array({{{"type", "function"},
+                       {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
+}
+// The model's output cut into token texts at awkward places, as a tokenizer would.
+std::vector<std::string> hermes_call_tokens() {
+  return {"<tool", "_call>", "{\"name\": \"get_", "weather\", \"arguments\": {\"city\"", ": \"Paris\"}}", "</tool_call>"};
+}
+}  // namespace
+
+TEST_CASE("tool calls are parsed into tool_calls with finish_reason tool_calls", "[http][tools]") {
+  ServerOptions o;
+  o.tool_call_parser = "hermes";
+  Harness h(o);
+  h.engine.script = hermes_call_tokens();
+  auto r = h.post("/v1/chat/completions", user_chat({{"tools", weather_tools()}, {"max_tokens", 50}}));
+  REQUIRE(r->status == 200);
+  json c = json::parse(r->body)["choices"][0];
+  CHECK(c["finish_reason"] == "tool_calls");
+  CHECK(c["message"]["content"].is_null());
+  REQUIRE(c["message"]["tool_calls"].size() == 1);
+  json call = c["message"]["tool_calls"][0];
+  CHECK(call["type"] == "function");
+  CHECK(call["id"].get<std::string>().rfind("call_", 0) == 0);
+  CHECK(call["function"]["name"] == "get_weather");
+  CHECK(json::parse(call["function"]["arguments"].get<std::string>()) == json({{"city", "Paris"}}));
+  // Markers may be special tokens: they must reach the parser.
+  CHECK_FALSE(h.engine.requests().at(0).skip_special_tokens);
+}
+
+TEST_CASE("streamed tool calls arrive as OpenAI deltas: id and name first, then arguments", "[http][tools][sse]") {
+  ServerOptions o;
+  o.tool_call_parser = "hermes";
+  Harness h(o);
+  h.engine.script = hermes_call_tokens();
+  auto ev = sse_events(h.post("/v1/chat/completions", user_chat({{"tools", weather_tools()}, {"stream", true}, {"max_tokens", 50}}))->body);
+  std::string args, name, id, finish, content;
+  bool header_first = false;
+  for (auto& e : ev) {
+    if (!e.is_object() || e["choices"].empty()) continue;
+    json d = e["choices"][0]["delta"];
+    if (d.contains("content")) content += d["content"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+    if (!d.contains("tool_calls")) continue;
+    for (auto& t : d["tool_calls"]) {
+      CHECK(t["index"] == 0);
+      if (t.contains("id")) {
+        header_first = args.empty();
+        id = t["id"];
+        name = t["function"]["name"];
+      }
+      args += t["function"]["arguments"].get<std::string>();
+    }
+  }
+  CHECK(header_first);
+  CHECK(name == "get_weather");
+  CHECK_FALSE(id.empty());
+  CHECK(json::parse(args) == json({{"city", "Paris"}}));
+  CHECK(finish == "tool_calls");
+  CHECK(content.empty());
+}
+
+TEST_CASE("without tools, or with tool_choice none, call-shaped text stays content", "[http][tools]") {
+  ServerOptions o;
+  o.tool_call_parser = "hermes";
+  Harness h(o);
+  h.engine.script = hermes_call_tokens();
+  std::string whole;
+  for (auto& t : hermes_call_tokens()) whole += t;
+  json a = json::parse(h.post("/v1/chat/completions", user_chat({{"max_tokens", 50}}))->body)["choices"][0];
+  CHECK(a["message"]["content"] == whole);
+  CHECK(a["finish_reason"] == "stop");
+  json b = json::parse(h.post("/v1/chat/completions",
+                              user_chat({{"tools", weather_tools()}, {"tool_choice", "none"}, {"max_tokens", 50}}))->body)["choices"][0];
+  CHECK(b["message"]["content"] == whole);
+}
+
+TEST_CASE("a <think> thought goes to reasoning_content, streamed and not; --reasoning-format none keeps it inline", "[http][reasoning]") {
+  std::vector<std::string> out = {"<th", "ink>", "let me see", "</think>", "\n\nThe answer", " is 4."};
+  {
+    Harness h;
+    h.engine.script = out;
+    json m = json::parse(h.post("/v1/chat/completions", user_chat({{"max_tokens", 50}}))->body)["choices"][0]["message"];
+    CHECK(m["reasoning_content"] == "let me see");
+    CHECK(m["content"] == "The answer is 4.");
+    auto ev = sse_events(h.post("/v1/chat/completions", user_chat({{"max_tokens", 50}, {"stream", true}}))->body);
+    std::string reasoning, content;
+    for (auto& e : ev) {
+      if (!e.is_object() || e["choices"].empty()) continue;
+      json d = e["choices"][0]["delta"];
+      if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+      if (d.contains("content")) content += d["content"].get<std::string>();
+    }
+    CHECK(reasoning == "let me see");
+    CHECK(content == "The answer is 4.");
+  }
+  {
+    ServerOptions o;
+    o.reasoning_format = "none";
+    Harness h(o);
+    h.engine.script = out;
+    json m = json::parse(h.post("/v1/chat/completions", user_chat({{"max_tokens", 50}}))->body)["choices"][0]["message"];
+    CHECK_FALSE(m.contains("reasoning_content"));
+    CHECK(m["content"] == "<think>let me see</think>\n\nThe answer is 4.");
+  }
+}
