@@ -189,6 +189,7 @@ TEST_CASE("healthy() turns false after watchdog_max_restarts failed recoveries i
   SECTION("every window fails") {
     auto world = std::make_shared<FakeWorld>();
     world->max_slots = 1;  // one request per window, so each rebuild gets a window to fail
+    world->build_delay_ms = 100;  // all six are queued before the engine can give up
     Engine e(fake_factory(world), fixture_tokenizer(), {kEos}, supervised("backend_error@every=1", 5.0, 2));
     std::vector<Submitted> subs;
     for (int i = 0; i < 6; ++i) subs.push_back(submit(e, "r" + std::to_string(i), {10}, 5));
