@@ -22,8 +22,18 @@ DecodeStream::DecodeStream(const Tokenizer& tokenizer, bool skip_special_tokens)
 std::string DecodeStream::step(TokenId id) {
   ids_.push_back(id);
   std::string text = tok_.impl().decode(ids_.data() + prefix_, ids_.size() - prefix_, skip_special_);
-  if (text.size() <= emitted_ || ends_with_replacement(text) || text.compare(0, emitted_, emitted_text_) != 0)
-    return {};
+  if (text.compare(0, emitted_, emitted_text_) != 0) return {};
+  if (ends_with_replacement(text)) {
+    // Everything before the last U+FFFD is final (later bytes can only complete or replace that last
+    // sequence), so it goes out now; the window stays, as it has no clean id boundary yet.
+    const size_t stable = text.size() - 3;
+    if (stable <= emitted_) return {};
+    std::string out = text.substr(emitted_, stable - emitted_);
+    emitted_text_ = text.substr(0, stable);
+    emitted_ = stable;
+    return out;
+  }
+  if (text.size() <= emitted_) return {};
   std::string out = text.substr(emitted_);
   // The window restarts at the ids that produced the text just returned: they are the context the
   // next id is decoded with, and everything before them is final.

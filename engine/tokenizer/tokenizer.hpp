@@ -53,8 +53,8 @@ class DecodeStream {
   std::vector<TokenId> ids_;
   size_t prefix_ = 0;   // ids_[prefix_..] are decoded again each step (context for Metaspace/bytes)
   size_t emitted_ = 0;  // bytes of decode(ids_[prefix_..]) already returned
-  size_t read_ = 0;     // ids_[prefix_..read_] produced exactly the text already returned
-  std::string emitted_text_;  // decode(ids_[prefix_..read_]): new text must extend it
+  size_t read_ = 0;     // ids_[prefix_..read_] are context only: their text went out before the window moved
+  std::string emitted_text_;  // the first emitted_ bytes of decode(ids_[prefix_..]): new text must extend it
 };
 
 }  // namespace strata

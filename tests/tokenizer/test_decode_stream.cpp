@@ -67,6 +67,13 @@ TEST_CASE("stray bytes that never complete become U+FFFD at flush") {
   CHECK(join(parts) == tok->decode(ids));
 }
 
+TEST_CASE("text before a pending partial character is not held back with it") {
+  auto tok = load_json(gpt2_style({}, {}));
+  // A stray 0xFF then the lead byte of "é": the first U+FFFD is final, the second may still complete.
+  const Ids ids{'a', 0xFF, 0xC3, 0xA9};
+  CHECK(stream_all(*tok, ids) == std::vector<std::string>{"a", "", kReplacement, "\u00e9", ""});
+}
+
 TEST_CASE("skip_special_tokens streams the same text as decode with it") {
   auto tok = load_json(sentencepiece());
   const Ids ids{1, 263, 2, 263};
