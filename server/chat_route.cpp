@@ -89,8 +89,7 @@ RouteResponse chat_whole(const RouteEnv& env, ChatPlan& p, GenerationJob& job, c
       fin[i] = std::move(e.finish);
     }
   }
-  if (!job.finished())
-    return error_response(unavailable_error("the server stopped this request before it finished", "request_aborted"));
+  if (!job.finished()) return unfinished_response(env);
   std::vector<ChatChoice> choices;
   int completion = 0;
   for (size_t i = 0; i < n; ++i) {

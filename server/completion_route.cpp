@@ -104,8 +104,7 @@ RouteResponse completion_whole(const RouteEnv& env, CompletionPlan& p, Generatio
       fin[i] = std::move(e.finish);
     }
   }
-  if (!job.finished())
-    return error_response(unavailable_error("the server stopped this request before it finished", "request_aborted"));
+  if (!job.finished()) return unfinished_response(env);
   std::vector<CompletionChoice> choices;
   int completion = 0;
   for (size_t i = 0; i < n; ++i) {

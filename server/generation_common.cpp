@@ -92,6 +92,16 @@ std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& cal
   return [aborting, gone] { return (aborting && aborting->load()) || (gone && gone()); };
 }
 
+RouteResponse unfinished_response(const RouteEnv& env) {
+  if (env.aborting && env.aborting->load())
+    return error_response(unavailable_error("the server stopped this request before it finished", "request_aborted"));
+  ApiError e;
+  e.status = 499;
+  e.code = "client_closed_request";
+  e.message = "the client closed the connection before the answer was ready";
+  return error_response(e);
+}
+
 bool is_failure(const FinishEvent& f) { return f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled; }
 
 ApiError finish_error(const FinishEvent& f) {

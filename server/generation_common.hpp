@@ -31,6 +31,10 @@ std::vector<std::shared_ptr<GenerationRequest>> make_requests(const RouteEnv& en
 
 std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& call);
 
+// A non-streaming request given up before it finished: 503 when the server is aborting; otherwise the
+// client left, and the (unread) answer counts as 499 "client closed request" in metrics.
+RouteResponse unfinished_response(const RouteEnv& env);
+
 // An engine error or a cancellation we did not ask for, as the client should see it.
 ApiError finish_error(const FinishEvent& f);
 bool is_failure(const FinishEvent& f);

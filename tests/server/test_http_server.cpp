@@ -255,6 +255,8 @@ TEST_CASE("a client that hangs up during a non-streaming request cancels it too"
   std::thread t([&] { send_and_hang_up(h.server->port(), http_post("/v1/chat/completions", body.dump()), ""); });
   t.join();
   CHECK(wait_for([&] { return h.engine.cancelled.load() == 2; }));
+  // Counted as 499 "client closed request", not as a server failure.
+  CHECK(wait_for([&] { return h.client->Get("/metrics")->body.find("status=\"499\"") != std::string::npos; }));
 }
 
 TEST_CASE("legacy completions: echo, logprobs and prompt-major choice indices", "[http]") {
