@@ -23,7 +23,7 @@ struct GenerationRequest {
   std::string id;                 // request id, on every log line about it
   std::vector<TokenId> prompt;
   SamplingParams sampling;
-  int max_tokens = 256;           // clipped by the engine to the context left after the prompt
+  int max_tokens = 256;           // prompt + max_tokens > context: refused (400); < 0: whatever the context leaves
   int min_tokens = 0;
   bool ignore_eos = false;
   std::vector<std::string> stop;  // stop strings: never emitted, matched on the detokenized text

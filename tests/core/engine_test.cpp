@@ -383,3 +383,20 @@ TEST_CASE("destroying the engine ends unfinished requests with an error", "[engi
   CHECK(b.finish.error_code == "engine_shutdown");
   CHECK(rig.world->open_slots == 0);
 }
+
+TEST_CASE("a backend that cannot be built, or bad options, make the constructor throw a named error", "[engine]") {
+  auto broken = []() -> std::unique_ptr<Backend> { throw Error("model.safetensors: truncated header"); };
+  CHECK_THROWS_WITH(Engine(broken, fixture_tokenizer(), {kEos}, EngineOptions{}),
+                    Catch::Contains("truncated header"));
+  auto world = std::make_shared<FakeWorld>();
+  world->max_slots = 0;
+  CHECK_THROWS_WITH(Engine(fake_factory(world), fixture_tokenizer(), {kEos}, EngineOptions{}),
+                    Catch::Contains("max_slots"));
+  auto ok = std::make_shared<FakeWorld>();
+  EngineOptions bad;
+  bad.max_window_tokens = 0;
+  CHECK_THROWS_WITH(Engine(fake_factory(ok), fixture_tokenizer(), {kEos}, bad), Catch::Contains("max_window_tokens"));
+  bad = EngineOptions{};
+  bad.watchdog_timeout_s = 0;
+  CHECK_THROWS_WITH(Engine(fake_factory(ok), fixture_tokenizer(), {kEos}, bad), Catch::Contains("watchdog_timeout_s"));
+}
