@@ -61,7 +61,11 @@ std::shared_ptr<Dict> collect_entries(const char* fn, CallArgs& a) {
   return d;
 }
 
-Value g_namespace(Interpreter&, CallArgs& a) { return Value::ns(collect_entries("namespace", a)); }
+Value g_namespace(Interpreter& in, CallArgs& a) {
+  auto attrs = collect_entries("namespace", a);
+  in.track_namespace(attrs);
+  return Value::ns(std::move(attrs));
+}
 Value g_dict(Interpreter&, CallArgs& a) { return Value::dict(collect_entries("dict", a)); }
 
 Value g_strftime_now(Interpreter&, CallArgs& a) {

@@ -29,6 +29,10 @@ Interpreter::Interpreter(const Program& program, const TemplateLimits& limits)
       limits_(limits),
       size_limits_{limits.max_output_bytes, limits.max_loop_iterations} {}
 
+Interpreter::~Interpreter() {
+  for (auto& ns : namespaces_) ns->entries.clear();
+}
+
 std::string Interpreter::render(std::shared_ptr<Dict> context) {
   char base_marker;
   stack_base_ = &base_marker;
@@ -307,16 +311,18 @@ Value Interpreter::define_macro(const MacroStmt& m) {
   auto fn = std::make_shared<Callable>();
   fn->name = m.name;
   const MacroStmt* stmt = &m;
-  std::shared_ptr<Scope> closure = scope_;
+  // Weak: the macro is stored in the scope it closes over, and a strong reference would be a cycle.
+  std::weak_ptr<Scope> closure = scope_;
   fn->fn = [stmt, closure](Interpreter& in, CallArgs& args) { return in.invoke_macro(*stmt, closure, args); };
   return Value::callable(std::move(fn));
 }
 
-Value Interpreter::invoke_macro(const MacroStmt& m, const std::shared_ptr<Scope>& closure, CallArgs& args) {
+Value Interpreter::invoke_macro(const MacroStmt& m, const std::weak_ptr<Scope>& closure, CallArgs& args) {
   if (depth_ >= limits_.max_recursion_depth)
     throw TemplateError("macro calls nested deeper than " + std::to_string(limits_.max_recursion_depth) + " levels");
   auto frame = std::make_shared<Scope>();
-  frame->parent = closure;
+  frame->parent = closure.lock();
+  if (!frame->parent) frame->parent = root_;  // the defining loop iteration is over: see the template's names
   List varargs;
   for (size_t i = 0; i < args.positional.size(); ++i) {
     if (i < m.params.size()) frame->set(m.params[i].first, args.positional[i]);

@@ -25,6 +25,9 @@ struct Scope {
 class Interpreter {
  public:
   Interpreter(const Program& program, const TemplateLimits& limits);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
   // Renders with `context` (a Dict of variables) and returns the output.
   std::string render(std::shared_ptr<Dict> context);
 
@@ -37,6 +40,9 @@ class Interpreter {
   List to_list(const Value& iterable);  // dict -> keys, str -> characters, Undefined -> []
   const SizeLimits& size_limits() const { return size_limits_; }
   void count_iterations(size_t n);
+  // Namespaces are the only mutable values, so every reference cycle a template can build
+  // (`set ns.me = ns`) runs through one; the interpreter empties them when the render ends.
+  void track_namespace(const std::shared_ptr<Dict>& ns) { namespaces_.push_back(ns); }
 
  private:
   enum class Flow { Normal, Break, Continue };
@@ -47,7 +53,7 @@ class Interpreter {
   std::string run_loop(const ForStmt& f, const Value& iterable, int depth, bool capture);
   void assign(const Target& target, Value value, size_t pos);
   Value define_macro(const MacroStmt& m);
-  Value invoke_macro(const MacroStmt& m, const std::shared_ptr<Scope>& closure, CallArgs& args);
+  Value invoke_macro(const MacroStmt& m, const std::weak_ptr<Scope>& closure, CallArgs& args);
   std::string capture(const Body& body);
   Value apply_filters(const std::vector<std::unique_ptr<FilterExpr>>& filters, Value v);
 
@@ -77,6 +83,7 @@ class Interpreter {
   // 200-deep expression), so the stack itself is budgeted too. Threads get 8 MiB stacks by default.
   static constexpr size_t kStackBudgetBytes = 2u << 20;
   const char* stack_base_ = nullptr;
+  std::vector<std::shared_ptr<Dict>> namespaces_;
 };
 
 // A positioned runtime error: message already carries "line L, column C".

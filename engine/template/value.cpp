@@ -4,15 +4,29 @@
 
 namespace strata::jinja {
 
+namespace {
+uint16_t container_depth(int deepest_child) {
+  if (deepest_child + 1 > kMaxValueNesting)
+    throw TemplateError("value nested deeper than " + std::to_string(kMaxValueNesting) + " levels");
+  return static_cast<uint16_t>(deepest_child + 1);
+}
+}  // namespace
+
 Value Value::list(List items, bool tuple) {
   Value v(Kind::List);
   v.tuple_ = tuple;
+  int deepest = 0;
+  for (const Value& item : items) deepest = item.depth_ > deepest ? item.depth_ : deepest;
+  v.depth_ = container_depth(deepest);
   v.obj_ = std::make_shared<List>(std::move(items));
   return v;
 }
 
 Value Value::dict(std::shared_ptr<Dict> d) {
   Value v(Kind::Dict);
+  int deepest = 0;
+  for (const auto& entry : d->entries) deepest = entry.second.depth_ > deepest ? entry.second.depth_ : deepest;
+  v.depth_ = container_depth(deepest);
   v.obj_ = std::move(d);
   return v;
 }

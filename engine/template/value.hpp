@@ -22,6 +22,8 @@ using List = std::vector<Value>;
 
 enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Loop, Callable };
 
+constexpr int kMaxValueNesting = 512;
+
 class Value {
  public:
   Value() = default;  // Undefined
@@ -69,6 +71,7 @@ class Value {
   const LoopInfo& loop_ref() const { return *static_cast<const LoopInfo*>(obj_.get()); }
   const Callable& callable_ref() const { return *static_cast<const Callable*>(obj_.get()); }
   const std::shared_ptr<void>& object() const { return obj_; }
+  int depth() const { return depth_; }
 
   // Python's bool(x).
   bool truthy() const;
@@ -79,6 +82,9 @@ class Value {
   explicit Value(Kind k) : kind_(k) {}
   Kind kind_ = Kind::Undefined;
   bool tuple_ = false;
+  // Containers below this one (0 for scalars and namespaces). Bounded at construction so that no value
+  // tree is deeper than kMaxValueNesting: destroying one recurses once per level.
+  uint16_t depth_ = 0;
   union {
     bool b;
     int64_t i;
@@ -117,8 +123,8 @@ struct Callable {
 
 // Values a template builds can nest as deep as its loop budget allows (`set ns.x = [ns.x]` in a loop);
 // the recursive walks over values (repr, equality, ordering, JSON in and out) hold one of these per level
-// and refuse beyond kMaxValueNesting with a TemplateError instead of overflowing the stack.
-constexpr int kMaxValueNesting = 512;
+// and refuse beyond kMaxValueNesting with a TemplateError instead of overflowing the stack. (Lists and
+// dicts also refuse to be built deeper than that; namespaces can still reach themselves.)
 class ValueNestingGuard {
  public:
   ValueNestingGuard();
