@@ -52,7 +52,7 @@ ChatPlan plan_chat(const RouteEnv& env, const nlohmann::json& body) {
   } catch (const Error& e) {
     throw_invalid("messages", std::string("the rendered prompt could not be tokenized: ") + e.what());
   }
-  check_prompt_length(env, p.prompt.size(), "messages");
+  check_prompt_length(env, p.prompt.size(), "messages", p.req.gen.max_tokens);
   if (p.req.tools_active()) {
     p.parser.tool_format = env.tool_format;
     for (const auto& t : p.req.tools) p.parser.tool_names.push_back(t["function"]["name"].get<std::string>());

@@ -1,6 +1,7 @@
 // POST /v1/completions: each prompt (text or token ids) becomes n engine requests; choices are indexed
 // prompt-major (prompt i, sample j -> index i*n + j) as the OpenAI API does. `echo` prepends the prompt
 // text, and with logprobs also the prompt tokens' logprobs (the first prompt token has none: null).
+#include <algorithm>
 #include <memory>
 
 #include "server/engine_port.hpp"
@@ -40,7 +41,7 @@ CompletionPlan plan_completion(const RouteEnv& env, const nlohmann::json& body) 
         throw_invalid(param, qname(param) + " could not be tokenized: " + e.what());
       }
     }
-    check_prompt_length(env, ids.size(), param);
+    check_prompt_length(env, ids.size(), param, p.req.max_tokens_given ? p.req.gen.max_tokens : std::nullopt);
     p.prompt_texts.push_back(p.req.echo ? (in.is_tokens ? env.codec->decode(ids, false) : in.text) : std::string());
     p.prompts.push_back(std::move(ids));
   }
@@ -53,7 +54,11 @@ std::unique_ptr<GenerationJob> make_job(const RouteEnv& env, const CompletionPla
   std::vector<std::shared_ptr<GenerationRequest>> all;
   bool prompt_lp = p.req.echo && p.req.logprobs >= 0;
   for (size_t i = 0; i < p.prompts.size(); ++i) {
-    auto rs = make_requests(env, p.req.gen, p.prompts[i], p.req.logprobs, prompt_lp, p.header.id,
+    GenerationOptions g = p.req.gen;
+    // The implicit default of 16 shrinks to what the context leaves rather than refusing the prompt.
+    if (!p.req.max_tokens_given && env.max_context > 0)
+      g.max_tokens = std::min(*g.max_tokens, env.max_context - static_cast<int>(p.prompts[i].size()));
+    auto rs = make_requests(env, g, p.prompts[i], p.req.logprobs, prompt_lp, p.header.id,
                             static_cast<int>(i) * p.req.gen.n);
     all.insert(all.end(), rs.begin(), rs.end());
   }

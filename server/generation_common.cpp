@@ -1,5 +1,6 @@
 #include "server/generation_common.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -21,16 +22,24 @@ void require_engine(const RouteEnv& env) {
     throw ApiException(unavailable_error("the model is still loading; retry shortly", "model_loading"));
 }
 
-void check_prompt_length(const RouteEnv& env, size_t prompt_tokens, const std::string& param) {
+void check_prompt_length(const RouteEnv& env, size_t prompt_tokens, const std::string& param,
+                         std::optional<int> max_tokens) {
   if (prompt_tokens == 0) throw_invalid(param, qname(param) + " tokenizes to no tokens; nothing to continue from");
-  if (env.max_context > 0 && prompt_tokens >= static_cast<size_t>(env.max_context)) {
-    ApiError e = invalid_param(param,
-                               "the prompt has " + std::to_string(prompt_tokens) +
-                                   " tokens, but this model's context length is " + std::to_string(env.max_context) +
-                                   " tokens, which leaves no room to generate; shorten " + qname(param),
-                               "context_length_exceeded");
-    throw ApiException(e);
-  }
+  if (env.max_context <= 0) return;
+  size_t ctx = static_cast<size_t>(env.max_context);
+  if (prompt_tokens >= ctx)
+    throw ApiException(invalid_param(param,
+                                     "the prompt has " + std::to_string(prompt_tokens) +
+                                         " tokens, but this model's context length is " + std::to_string(ctx) +
+                                         " tokens, which leaves no room to generate; shorten " + qname(param),
+                                     "context_length_exceeded"));
+  if (max_tokens && prompt_tokens + static_cast<size_t>(*max_tokens) > ctx)
+    throw ApiException(invalid_param("max_tokens",
+                                     "'max_tokens' is " + std::to_string(*max_tokens) + " but the prompt has " +
+                                         std::to_string(prompt_tokens) + " tokens and this model's context length is " +
+                                         std::to_string(ctx) + " tokens: at most " + std::to_string(ctx - prompt_tokens) +
+                                         " can be generated",
+                                     "context_length_exceeded"));
 }
 
 namespace {
@@ -66,7 +75,14 @@ std::vector<std::shared_ptr<GenerationRequest>> make_requests(const RouteEnv& en
                                                               bool prompt_logprobs, const std::string& id,
                                                               int first_index) {
   std::vector<std::shared_ptr<GenerationRequest>> out;
-  int max_tokens = g.max_tokens ? *g.max_tokens : env.limits.max_tokens();
+  // The engine refuses prompt + max_tokens > context and fills the context for a negative max_tokens.
+  int max_tokens = -1;
+  if (g.max_tokens) {
+    max_tokens = *g.max_tokens;
+  } else if (env.limits.max_tokens_limit > 0) {
+    int room = env.max_context > 0 ? env.max_context - static_cast<int>(prompt.size()) : env.limits.max_tokens_limit;
+    max_tokens = std::min(env.limits.max_tokens_limit, room);
+  }
   for (int j = 0; j < g.n; ++j) {
     auto r = std::make_shared<GenerationRequest>();
     r->id = id + "-" + std::to_string(first_index + j);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,13 +18,16 @@ namespace strata {
 std::string resolve_model(const RouteEnv& env, const std::string& model);
 // Throws 503 when no engine is attached yet.
 void require_engine(const RouteEnv& env);
-// Throws 400 context_length_exceeded when the prompt leaves no room to generate.
-void check_prompt_length(const RouteEnv& env, size_t prompt_tokens, const std::string& param);
+// Throws 400 context_length_exceeded when the prompt leaves no room to generate, or when an explicit
+// max_tokens does not fit after it (the engine refuses that too; checking here names the parameter).
+void check_prompt_length(const RouteEnv& env, size_t prompt_tokens, const std::string& param,
+                         std::optional<int> max_tokens);
 
 std::string new_response_id(const std::string& prefix);  // "chatcmpl-" + 24 hex digits
 ResponseHeader make_header(const std::string& id_prefix, const std::string& model);
 
-// One engine request per choice; choice j gets seed + j (or a random seed when none was given).
+// One engine request per choice; choice j gets seed + j (or a random seed when none was given). Without
+// max_tokens a choice may fill the context (capped by --max-tokens-limit).
 std::vector<std::shared_ptr<GenerationRequest>> make_requests(const RouteEnv& env, const GenerationOptions& g,
                                                               const std::vector<TokenId>& prompt, int logprobs,
                                                               bool prompt_logprobs, const std::string& id,

@@ -46,6 +46,7 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, const Req
   CompletionRequest r;
   Fields f(body, "");
   r.gen = parse_generation_options(body, limits, {"max_tokens"}, 0);
+  r.max_tokens_given = r.gen.max_tokens.has_value();
   if (!r.gen.max_tokens) r.gen.max_tokens = std::min(16, limits.max_tokens());  // the OpenAI default for completions
   const nlohmann::json* p = f.get("prompt");
   if (!p) throw_invalid("prompt", "'prompt' is required", "missing_required_parameter");

@@ -21,6 +21,7 @@ struct CompletionRequest {
   std::vector<PromptInput> prompts;  // at least one
   bool echo = false;
   int logprobs = -1;                 // -1: none; 0..20: the pick plus this many alternatives
+  bool max_tokens_given = false;     // false: gen.max_tokens holds OpenAI's default of 16, clipped to the room left
 };
 
 CompletionRequest parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);  // throws ApiException

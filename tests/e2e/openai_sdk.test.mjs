@@ -233,6 +233,21 @@ describe('errors through the SDK', () => {
   });
 });
 
+describe('max_tokens and the context', () => {
+  test('without max_tokens a chat may fill the context; an oversized max_tokens is 400 naming it', async () => {
+    const ctx = (await client.models.list()).data[0].max_model_len;
+    const r = await client.chat.completions.create({ model: MODEL, messages, temperature: 0 });
+    assert.ok(r.usage.total_tokens <= ctx, `${r.usage.total_tokens} <= ${ctx}`);
+    assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+    await assert.rejects(client.chat.completions.create({ model: MODEL, messages, max_tokens: ctx - 1 }), (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'max_tokens');
+      assert.match(e.message, /context length is \d+ tokens: at most \d+ can be generated/);
+      return true;
+    });
+  });
+});
+
 describe('concurrency and cancellation', () => {
   test('16 concurrent streams all complete with their own text', async () => {
     const runs = Array.from({ length: 16 }, (_, i) => client.chat.completions.create({

@@ -565,3 +565,20 @@ TEST_CASE("a <think> thought goes to reasoning_content, streamed and not; --reas
     CHECK(m["content"] == "<think>let me see</think>\n\nThe answer is 4.");
   }
 }
+
+TEST_CASE("max_tokens must fit after the prompt; without it the engine is asked to fill the context", "[http][errors]") {
+  Harness h;
+  auto r = h.post("/v1/completions", {{"prompt", std::string(4000, 'a')}, {"max_tokens", 200}});
+  REQUIRE(r->status == 400);
+  json e = json::parse(r->body)["error"];
+  CHECK(e["param"] == "max_tokens");
+  CHECK(e["code"] == "context_length_exceeded");
+  CHECK(e["message"].get<std::string>().find("at most 95 can be generated") != std::string::npos);  // 4096 - 4001
+  // The implicit completions default of 16 shrinks to the room left instead of failing.
+  REQUIRE(h.post("/v1/completions", {{"prompt", std::string(4090, 'a')}})->status == 200);
+  REQUIRE(h.post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "x"}}}}})->status == 200);
+  auto reqs = h.engine.requests();
+  REQUIRE(reqs.size() == 2);
+  CHECK(reqs[0].max_tokens == 5);   // 4096 - (BOS + 4090)
+  CHECK(reqs[1].max_tokens == -1);  // chat without max_tokens: fill what the context leaves
+}
