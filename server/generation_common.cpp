@@ -1,4 +1,5 @@
 #include "server/generation_common.hpp"
+#include "engine/logging/logging.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -97,6 +98,8 @@ std::vector<std::shared_ptr<GenerationRequest>> make_requests(const RouteEnv& en
     r->skip_special_tokens = g.skip_special_tokens;
     r->logprobs = logprobs;
     r->prompt_logprobs = prompt_logprobs;
+    log_request(spdlog::level::info, r->id, "request received: prompt_tokens={} max_tokens={}", r->prompt.size(),
+                r->max_tokens);
     out.push_back(std::move(r));
   }
   return out;
