@@ -9,6 +9,7 @@
 #include "server/generation_common.hpp"
 #include "server/generation_job.hpp"
 #include "server/openai/chat_request.hpp"
+#include "server/openai/key_order.hpp"
 #include "server/openai/reasoning_parser.hpp"
 #include "server/openai/sse.hpp"
 #include "server/route.hpp"
@@ -25,7 +26,7 @@ struct ChatPlan {
   ResponseHeader header;
 };
 
-ChatPlan plan_chat(const RouteEnv& env, const nlohmann::json& body) {
+ChatPlan plan_chat(const RouteEnv& env, const nlohmann::json& body, const CallContext& call) {
   ChatPlan p;
   p.req = parse_chat_request(body, env.limits);
   p.header = make_header("chatcmpl-", resolve_model(env, p.req.gen.model));
@@ -40,7 +41,16 @@ ChatPlan plan_chat(const RouteEnv& env, const nlohmann::json& body) {
   topt.extra = p.req.chat_template_kwargs;
   nlohmann::json tools = p.req.tools_active() ? p.req.tools : nlohmann::json();
   try {
-    p.prompt_text = env.chat_template->render(p.req.messages, tools, topt);
+    if (call.raw_body) {
+      // The body already passed the JSON guard and parser, so this second parse cannot fail or hurt.
+      const auto original = nlohmann::ordered_json::parse(*call.raw_body);
+      const auto none = nlohmann::ordered_json();
+      p.prompt_text = env.chat_template->render_ordered(
+          with_key_order_of(p.req.messages, original.value("messages", none)),
+          with_key_order_of(tools, original.value("tools", none)), topt);
+    } else {
+      p.prompt_text = env.chat_template->render(p.req.messages, tools, topt);
+    }
   } catch (const TemplateRaise& e) {
     throw_invalid("messages", e.what(), "chat_template_error");
   } catch (const TemplateError& e) {
@@ -180,7 +190,7 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
 }  // namespace
 
 RouteResponse chat_completions_route(const RouteEnv& env, const nlohmann::json& body, const CallContext& call) {
-  ChatPlan p = plan_chat(env, body);
+  ChatPlan p = plan_chat(env, body, call);
   int logprobs = p.req.logprobs ? p.req.top_logprobs : -1;
   auto job = std::make_unique<GenerationJob>(make_requests(env, p.req.gen, p.prompt, logprobs, false, p.header.id, 0));
   if (auto err = job->submit(*env.engine)) return error_response(*err);

@@ -48,6 +48,7 @@ struct RouteEnv {
 // Per-call state from the HTTP layer.
 struct CallContext {
   std::function<bool()> client_gone;  // may be empty
+  const std::string* raw_body = nullptr;  // the request text, for key order (see openai/key_order.hpp)
 };
 
 RouteResponse chat_completions_route(const RouteEnv& env, const nlohmann::json& body, const CallContext& call);

@@ -178,6 +178,7 @@ void HttpServer::Impl::serve_generation(const httplib::Request& req, httplib::Re
   ClientProbe probe = ClientProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   CallContext call;
   call.client_gone = [probe] { return probe.gone(); };
+  call.raw_body = &req.body;
   RouteResponse r;
   try {
     r = route(*e, body, call);
