@@ -19,6 +19,7 @@
 #include "engine/cpu/rope.hpp"
 #include "engine/sampling/logprobs.hpp"
 #include "engine/sampling/sampler.hpp"
+#include "engine/slots/slot_book.hpp"
 
 namespace strata {
 
@@ -26,15 +27,6 @@ namespace {
 
 constexpr size_t kCublasWorkspace = size_t(32) << 20;
 constexpr size_t kMaxGraphs = 64;  // distinct window shapes kept; past that the cache starts over
-
-struct Slot {
-  bool open = false;
-  int committed = 0;            // positions [0, committed) are the slot's history
-  std::vector<TokenId> tokens;  // token at each position < committed
-  SamplingParams params;
-  long last_window = -1;        // the window whose rows commit() may trim
-  int last_first = 0, last_count = 0;
-};
 
 bool rewrites_logits(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
@@ -75,8 +67,7 @@ struct CudaBackend::Impl {
   cuda::PinnedBuffer meta_host, picks_host;
   cuda::ForwardContext fwd;
   std::map<cuda::WindowShape, std::unique_ptr<Graph>> graphs;
-  std::vector<Slot> slots;
-  long window_seq = 0;
+  SlotBook book;  // sized by allocate_kv(): the KV budget decides how many slots there are
   int max_splits = 0;
   CudaMemoryReport mem;
 
@@ -237,7 +228,7 @@ struct CudaBackend::Impl {
                   gb(free_b) + " of free device memory");
     kv_k = cuda::DeviceBuffer(bytes / 2, "KV arena (keys)");
     kv_v = cuda::DeviceBuffer(bytes / 2, "KV arena (values)");
-    slots.resize(size_t(n));
+    book = SlotBook(SlotLimits{n, opts.max_context, cfg.vocab_size, opts.max_window_rows});
     mem.kv_bytes = bytes;
     fwd.cfg = &cfg;
     fwd.w = &weights;
@@ -262,46 +253,7 @@ struct CudaBackend::Impl {
                  weights.type == cuda::WType::BF16 ? "bf16" : "fp32", gb(mem.kv_bytes), gb(mem.workspace_bytes),
                  gb(free_b), gb(total_b));
     spdlog::info("cuda: capacity {} slots x {} positions, windows up to {} rows ({} with logits per replay)",
-                 slots.size(), opts.max_context, opts.max_window_rows, opts.max_output_rows);
-  }
-
-  Slot& slot_ref(SlotId s, const char* what) {
-    if (s < 0 || s >= int(slots.size()) || !slots[size_t(s)].open)
-      throw Error(std::string(what) + ": slot " + std::to_string(s) + " is not open");
-    return slots[size_t(s)];
-  }
-
-  // The CPU backend's window rules and messages: the engine treats both backends alike.
-  void check_window(const Window& win) {
-    if (int(win.rows.size()) > opts.max_window_rows)
-      throw Error("window: " + std::to_string(win.rows.size()) + " rows exceed the backend's max_window_rows " +
-                  std::to_string(opts.max_window_rows));
-    std::map<SlotId, int> next;  // the position each slot's next row must have
-    for (size_t i = 0; i < win.rows.size(); ++i) {
-      const Row& r = win.rows[i];
-      const std::string where = "window row " + std::to_string(i) + ": ";
-      if (r.slot < 0 || r.slot >= int(slots.size()) || !slots[size_t(r.slot)].open)
-        throw Error(where + "slot " + std::to_string(r.slot) + " is not open");
-      if (r.token < 0 || r.token >= cfg.vocab_size)
-        throw Error(where + "token " + std::to_string(r.token) + " is outside the vocabulary (size " +
-                    std::to_string(cfg.vocab_size) + ")");
-      if (r.pos < 0 || r.pos >= opts.max_context)
-        throw Error(where + "position " + std::to_string(r.pos) + " is outside [0, max_context) with max_context " +
-                    std::to_string(opts.max_context) + ")");
-      auto it = next.find(r.slot);
-      if (it == next.end()) {
-        const int committed = slots[size_t(r.slot)].committed;
-        if (r.pos != committed)
-          throw Error(where + "slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
-                      " does not continue its history (committed length " + std::to_string(committed) + ")");
-        next[r.slot] = r.pos + 1;
-      } else {
-        if (r.pos != it->second)
-          throw Error(where + "slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
-                      " leaves a gap (expected " + std::to_string(it->second) + ")");
-        ++it->second;
-      }
-    }
+                 book.limits().slots, opts.max_context, opts.max_window_rows, opts.max_output_rows);
   }
 
   cudaGraphExec_t graph_for(const cuda::WindowShape& shape, size_t meta_bytes) {
@@ -343,7 +295,7 @@ struct CudaBackend::Impl {
     const cuda::MetaLayout layout(meta.shape);
     for (size_t i = 0; i < meta.out_rows.size(); ++i) {
       const Row& row = win.rows[size_t(first + meta.out_rows[i])];
-      const SamplingParams& p = slots[size_t(row.slot)].params;
+      const SamplingParams& p = book.params(row.slot);
       if (!row.want_pick || !device_samplable(p)) continue;
       int32_t* spec = meta.words.data() + layout.pick_specs + i * cuda::kPickWords;
       auto bits = [](float f) {
@@ -374,8 +326,8 @@ struct CudaBackend::Impl {
       const int idx = first + meta.out_rows[size_t(i)];
       const Row& row = win.rows[size_t(idx)];
       RowResult& res = (*results)[size_t(idx)];
-      const Slot& sl = slots[size_t(row.slot)];
-      const bool on_device = row.want_pick && (device_pickable(sl.params) || device_samplable(sl.params));
+      const SamplingParams& p = book.params(row.slot);
+      const bool on_device = row.want_pick && (device_pickable(p) || device_samplable(p));
       const bool need_host = row.want_logits || row.n_logprobs >= 0 || (row.want_pick && !on_device);
       if (need_host) {
         logits.resize(size_t(V));
@@ -384,35 +336,20 @@ struct CudaBackend::Impl {
       }
       if (row.want_pick)
         res.pick = on_device ? picks_host.get<int32_t>()[i]
-                             : pick_token(logits.data(), V, sl.params,
-                                          TokenHistory{sl.tokens.data(), size_t(row.pos) + 1}, row.pos);
+                             : pick_token(logits.data(), V, p, book.history(row.slot, row.pos), row.pos);
       if (row.n_logprobs >= 0) compute_logprobs(logits.data(), V, res.pick, row.n_logprobs, &res.pick_logprob, &res.top);
       if (row.want_logits) res.logits = logits;
     }
   }
 
   std::vector<RowResult> run(const Window& win) {
-    check_window(win);
+    // The CPU backend's window rules and messages (SlotBook), so the engine treats both backends alike; a valid
+    // window becomes the slots' history before the device runs it (commit() may trim it afterwards).
+    book.accept(win);
     const int T = int(win.rows.size());
     std::vector<RowResult> results(static_cast<size_t>(T));
     if (T == 0) return results;
 
-    // The window is valid: its rows become the slots' history (commit() may trim them afterwards).
-    ++window_seq;
-    std::map<SlotId, int> seen;
-    for (const Row& r : win.rows) {
-      Slot& sl = slots[size_t(r.slot)];
-      if (!seen.count(r.slot)) {
-        seen[r.slot] = 0;
-        sl.tokens.resize(size_t(r.pos));
-        sl.last_window = window_seq;
-        sl.last_first = r.pos;
-        sl.last_count = 0;
-      }
-      sl.tokens.push_back(r.token);
-      sl.committed = r.pos + 1;
-      ++sl.last_count;
-    }
     // Consecutive segments are an exact split of the window: a row reads only its slot's KV cells at positions
     // up to its own, all written by this or an earlier segment.
     int first = 0, outs = 0;
@@ -441,68 +378,31 @@ CudaBackend::~CudaBackend() = default;
 BackendInfo CudaBackend::info() const {
   BackendInfo i;
   i.name = "cuda";
-  i.max_slots = int(impl_->slots.size());
+  i.max_slots = impl_->book.limits().slots;
   i.max_context = impl_->opts.max_context;
   i.vocab_size = impl_->cfg.vocab_size;
   i.max_window_rows = impl_->opts.max_window_rows;
   return i;
 }
 
+// The KV arena holds every slot's cells from startup, so opening a slot needs no device work.
 SlotId CudaBackend::open_slot() {
-  for (size_t s = 0; s < impl_->slots.size(); ++s) {
-    Slot& sl = impl_->slots[s];
-    if (sl.open) continue;
-    sl.open = true;
-    sl.committed = 0;
-    sl.tokens.clear();
-    sl.params = SamplingParams{};
-    sl.last_window = -1;
-    return SlotId(s);
-  }
-  return kNoSlot;
+  const SlotId s = impl_->book.find_free();
+  if (s != kNoSlot) impl_->book.open(s);
+  return s;
 }
 
-void CudaBackend::reset_slot(SlotId s) {
-  Slot& sl = impl_->slot_ref(s, "reset_slot");
-  sl.committed = 0;
-  sl.tokens.clear();
-  sl.last_window = -1;
-}
-
-void CudaBackend::close_slot(SlotId s) {
-  Slot& sl = impl_->slot_ref(s, "close_slot");
-  sl.open = false;
-  sl.committed = 0;
-  sl.tokens.clear();
-  sl.last_window = -1;
-}
-
-void CudaBackend::set_sampling(SlotId s, const SamplingParams& p) {
-  Slot& sl = impl_->slot_ref(s, "set_sampling");
-  validate_sampling_params(p, impl_->cfg.vocab_size);
-  sl.params = p;
-}
-
+void CudaBackend::reset_slot(SlotId s) { impl_->book.reset(s); }
+void CudaBackend::close_slot(SlotId s) { impl_->book.close(s); }
+void CudaBackend::set_sampling(SlotId s, const SamplingParams& p) { impl_->book.set_sampling(s, p); }
 std::vector<RowResult> CudaBackend::run_window(const Window& window) { return impl_->run(window); }
-
-void CudaBackend::commit(SlotId s, int n_keep) {
-  Slot& sl = impl_->slot_ref(s, "commit");
-  if (sl.last_window != impl_->window_seq)
-    throw Error("commit: slot " + std::to_string(s) + " had no rows in the last window");
-  if (n_keep < 0 || n_keep > sl.last_count)
-    throw Error("commit: n_keep " + std::to_string(n_keep) + " for slot " + std::to_string(s) + " is outside [0, " +
-                std::to_string(sl.last_count) + "]");
-  // KV cells past the kept rows stay as they are: the next window's rows overwrite them before any read.
-  sl.committed = sl.last_first + n_keep;
-  sl.tokens.resize(size_t(sl.committed));
-  sl.last_count = n_keep;
-}
+void CudaBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
 
 void CudaBackend::release() {
   // Work already queued finishes or faults; either way no window is in flight afterwards.
   (void)cudaStreamSynchronize(impl_->stream);
   (void)cudaGetLastError();
-  for (Slot& sl : impl_->slots) sl.last_window = -1;
+  impl_->book.forget_last_window();
 }
 
 CudaMemoryReport CudaBackend::memory() const { return impl_->mem; }

@@ -58,7 +58,8 @@ class CudaBackend : public Backend {
   void reset_slot(SlotId slot) override;
   void close_slot(SlotId slot) override;
   void set_sampling(SlotId slot, const SamplingParams& params) override;
-  // Same window rules and error messages as the CPU backend; throws before any state changes.
+  // Same window rules and error messages as the CPU backend (both keep a SlotBook); throws before any state
+  // changes.
   std::vector<RowResult> run_window(const Window& window) override;
   void commit(SlotId slot, int n_keep) override;
   void release() override;

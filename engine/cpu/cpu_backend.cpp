@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <new>
 #include <string>
 
@@ -12,28 +11,17 @@
 #include "engine/cpu/thread_pool.hpp"
 #include "engine/sampling/logprobs.hpp"
 #include "engine/sampling/sampler.hpp"
+#include "engine/slots/slot_book.hpp"
 
 namespace strata {
 
 namespace {
 
-struct Slot {
-  bool open = false;
-  int committed = 0;             // positions [0, committed) are the slot's history
-  std::vector<TokenId> tokens;   // token at each position < committed
-  SamplingParams params;
-  long last_window = -1;         // the window whose rows commit() may trim
-  int last_first = 0, last_count = 0;
-  // [layer][position][kv_dim], left uninitialized: a cell is always written by its row before any row
-  // reads it, and untouched pages of a long context then cost no memory.
+// A slot's KV cache, [layer][position][kv_dim], left uninitialized: a cell is always written by its row
+// before any row reads it, and untouched pages of a long context then cost no memory. Allocated when the
+// slot is first opened, then kept for its next tenant.
+struct SlotCache {
   std::unique_ptr<float[]> k, v;
-};
-
-// One slot's rows in a window: positions first .. first + rows.size() - 1.
-struct Span {
-  SlotId slot;
-  int first;
-  std::vector<int> rows;  // indices into the window
 };
 
 }  // namespace
@@ -46,8 +34,8 @@ struct CpuBackend::Impl {
   cpu::ThreadPool pool;
   cpu::MatmulKernel matmul_kernel;
   cpu::DotKernel dot;
-  std::vector<Slot> slots;
-  long window_seq = 0;
+  SlotBook book;
+  std::vector<SlotCache> caches;  // caches[s] belongs to book slot s
   int q_dim, kv_dim, qkv_dim;
 
   Impl(const Model& m, CpuBackendOptions o)
@@ -58,18 +46,11 @@ struct CpuBackend::Impl {
         pool(o.threads),
         matmul_kernel(cpu::best_matmul_kernel()),
         dot(cpu::best_dot_kernel()),
-        slots(size_t(o.max_slots)) {
+        book(SlotLimits{o.max_slots, o.max_context, m.config.vocab_size, std::max(o.max_context, o.max_slots)}),
+        caches(size_t(o.max_slots)) {
     q_dim = cfg.num_heads * cfg.head_dim;
     kv_dim = cfg.num_kv_heads * cfg.head_dim;
     qkv_dim = q_dim + 2 * kv_dim;
-  }
-
-  int max_window_rows() const { return std::max(opts.max_context, opts.max_slots); }
-
-  Slot& slot_ref(SlotId s, const char* what) {
-    if (s < 0 || s >= int(slots.size()) || !slots[size_t(s)].open)
-      throw Error(std::string(what) + ": slot " + std::to_string(s) + " is not open");
-    return slots[size_t(s)];
   }
 
   // Y[rows][out] = X[rows][in] * W^T, parallel over output columns: each element has one owner.
@@ -91,60 +72,12 @@ struct CpuBackend::Impl {
     for (int i = 0; i < n; ++i) y[i] = weight[i] * (x[i] * inv);
   }
 
-  std::vector<Span> check_window(const Window& win) {
-    if (int(win.rows.size()) > max_window_rows())
-      throw Error("window: " + std::to_string(win.rows.size()) + " rows exceed the backend's max_window_rows " +
-                  std::to_string(max_window_rows()));
-    std::vector<Span> spans;
-    std::map<SlotId, size_t> span_of;
-    for (size_t i = 0; i < win.rows.size(); ++i) {
-      const Row& r = win.rows[i];
-      const std::string where = "window row " + std::to_string(i) + ": ";
-      if (r.slot < 0 || r.slot >= int(slots.size()) || !slots[size_t(r.slot)].open)
-        throw Error(where + "slot " + std::to_string(r.slot) + " is not open");
-      if (r.token < 0 || r.token >= cfg.vocab_size)
-        throw Error(where + "token " + std::to_string(r.token) + " is outside the vocabulary (size " +
-                    std::to_string(cfg.vocab_size) + ")");
-      if (r.pos < 0 || r.pos >= opts.max_context)
-        throw Error(where + "position " + std::to_string(r.pos) + " is outside [0, max_context) with max_context " +
-                    std::to_string(opts.max_context) + ")");
-      auto it = span_of.find(r.slot);
-      if (it == span_of.end()) {
-        const int committed = slots[size_t(r.slot)].committed;
-        if (r.pos != committed)
-          throw Error(where + "slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
-                      " does not continue its history (committed length " + std::to_string(committed) + ")");
-        span_of[r.slot] = spans.size();
-        spans.push_back({r.slot, r.pos, {int(i)}});
-      } else {
-        Span& s = spans[it->second];
-        const int expect = s.first + int(s.rows.size());
-        if (r.pos != expect)
-          throw Error(where + "slot " + std::to_string(r.slot) + " position " + std::to_string(r.pos) +
-                      " leaves a gap (expected " + std::to_string(expect) + ")");
-        s.rows.push_back(int(i));
-      }
-    }
-    return spans;
-  }
-
   std::vector<RowResult> run(const Window& win) {
-    const std::vector<Span> spans = check_window(win);
+    // A valid window becomes the slots' history before any arithmetic (commit() may trim it afterwards).
+    book.accept(win);
     const int T = int(win.rows.size());
     std::vector<RowResult> results(static_cast<size_t>(T));
     if (T == 0) return results;
-
-    // The window is valid: its rows become the slots' history (commit() may trim them afterwards).
-    ++window_seq;
-    for (const Span& s : spans) {
-      Slot& sl = slots[size_t(s.slot)];
-      sl.tokens.resize(size_t(s.first));
-      for (int i : s.rows) sl.tokens.push_back(win.rows[size_t(i)].token);
-      sl.committed = s.first + int(s.rows.size());
-      sl.last_window = window_seq;
-      sl.last_first = s.first;
-      sl.last_count = int(s.rows.size());
-    }
 
     const int H = cfg.hidden_size, FF = cfg.intermediate_size, HD = cfg.head_dim;
     std::vector<float> x(size_t(T) * H), xn(size_t(T) * H), qkv(size_t(T) * qkv_dim), att(size_t(T) * q_dim),
@@ -172,7 +105,7 @@ struct CpuBackend::Impl {
         }
         rope.apply(q, cfg.num_heads, row.pos);
         rope.apply(k, cfg.num_kv_heads, row.pos);
-        Slot& sl = slots[size_t(row.slot)];
+        SlotCache& sl = caches[size_t(row.slot)];
         std::copy_n(k, kv_dim, &sl.k[l * layer_stride + size_t(row.pos) * kv_dim]);
         std::copy_n(v, kv_dim, &sl.v[l * layer_stride + size_t(row.pos) * kv_dim]);
       }
@@ -185,7 +118,7 @@ struct CpuBackend::Impl {
         for (int task = b; task < e; ++task) {
           const int r = task / cfg.num_heads, h = task % cfg.num_heads, g = h / group;
           const Row& row = win.rows[size_t(r)];
-          const Slot& sl = slots[size_t(row.slot)];
+          const SlotCache& sl = caches[size_t(row.slot)];
           const float* q = &qkv[size_t(r) * qkv_dim + size_t(h) * HD];
           const float* K = &sl.k[l * layer_stride + size_t(g) * HD];
           const float* V = &sl.v[l * layer_stride + size_t(g) * HD];
@@ -245,9 +178,7 @@ struct CpuBackend::Impl {
       const Row& row = win.rows[size_t(out_rows[size_t(i)])];
       RowResult& res = results[size_t(out_rows[size_t(i)])];
       const float* lg = &logits[size_t(i) * V];
-      const Slot& sl = slots[size_t(row.slot)];
-      if (row.want_pick)
-        res.pick = pick_token(lg, V, sl.params, TokenHistory{sl.tokens.data(), size_t(row.pos) + 1}, row.pos);
+      if (row.want_pick) res.pick = pick_token(lg, V, book.params(row.slot), book.history(row.slot, row.pos), row.pos);
       if (row.n_logprobs >= 0) compute_logprobs(lg, V, res.pick, row.n_logprobs, &res.pick_logprob, &res.top);
       if (row.want_logits) res.logits.assign(lg, lg + V);
     }
@@ -274,71 +205,35 @@ BackendInfo CpuBackend::info() const {
   i.max_slots = impl_->opts.max_slots;
   i.max_context = impl_->opts.max_context;
   i.vocab_size = impl_->cfg.vocab_size;
-  i.max_window_rows = impl_->max_window_rows();
+  i.max_window_rows = impl_->book.limits().max_window_rows;
   return i;
 }
 
 SlotId CpuBackend::open_slot() {
-  for (size_t s = 0; s < impl_->slots.size(); ++s) {
-    Slot& sl = impl_->slots[s];
-    if (sl.open) continue;
-    if (!sl.k) {  // allocated on first use, then kept for the slot's next tenant
-      const size_t cells = size_t(impl_->cfg.num_layers) * impl_->opts.max_context * impl_->kv_dim;
-      try {
-        sl.k.reset(new float[cells]);
-        sl.v.reset(new float[cells]);
-      } catch (const std::bad_alloc&) {
-        sl.k.reset();
-        throw Error("cpu backend: cannot allocate the KV cache of a slot (" +
-                    std::to_string(2 * cells * sizeof(float) >> 20) + " MiB for max_context " +
-                    std::to_string(impl_->opts.max_context) + ")");
-      }
+  const SlotId s = impl_->book.find_free();
+  if (s == kNoSlot) return kNoSlot;
+  SlotCache& sl = impl_->caches[size_t(s)];
+  if (!sl.k) {
+    const size_t cells = size_t(impl_->cfg.num_layers) * impl_->opts.max_context * impl_->kv_dim;
+    try {
+      sl.k.reset(new float[cells]);
+      sl.v.reset(new float[cells]);
+    } catch (const std::bad_alloc&) {
+      sl.k.reset();
+      throw Error("cpu backend: cannot allocate the KV cache of a slot (" +
+                  std::to_string(2 * cells * sizeof(float) >> 20) + " MiB for max_context " +
+                  std::to_string(impl_->opts.max_context) + ")");
     }
-    sl.open = true;
-    sl.committed = 0;
-    sl.tokens.clear();
-    sl.params = SamplingParams{};
-    sl.last_window = -1;
-    return SlotId(s);
   }
-  return kNoSlot;
+  impl_->book.open(s);
+  return s;
 }
 
-void CpuBackend::reset_slot(SlotId s) {
-  Slot& sl = impl_->slot_ref(s, "reset_slot");
-  sl.committed = 0;
-  sl.tokens.clear();
-  sl.last_window = -1;
-}
-
-void CpuBackend::close_slot(SlotId s) {
-  Slot& sl = impl_->slot_ref(s, "close_slot");
-  sl.open = false;
-  sl.committed = 0;
-  sl.tokens.clear();
-  sl.last_window = -1;
-}
-
-void CpuBackend::set_sampling(SlotId s, const SamplingParams& p) {
-  Slot& sl = impl_->slot_ref(s, "set_sampling");
-  validate_sampling_params(p, impl_->cfg.vocab_size);
-  sl.params = p;
-}
-
+void CpuBackend::reset_slot(SlotId s) { impl_->book.reset(s); }
+void CpuBackend::close_slot(SlotId s) { impl_->book.close(s); }
+void CpuBackend::set_sampling(SlotId s, const SamplingParams& p) { impl_->book.set_sampling(s, p); }
 std::vector<RowResult> CpuBackend::run_window(const Window& window) { return impl_->run(window); }
-
-void CpuBackend::commit(SlotId s, int n_keep) {
-  Slot& sl = impl_->slot_ref(s, "commit");
-  if (sl.last_window != impl_->window_seq)
-    throw Error("commit: slot " + std::to_string(s) + " had no rows in the last window");
-  if (n_keep < 0 || n_keep > sl.last_count)
-    throw Error("commit: n_keep " + std::to_string(n_keep) + " for slot " + std::to_string(s) + " is outside [0, " +
-                std::to_string(sl.last_count) + "]");
-  // Cache cells past the kept rows stay as they are: the next window's rows overwrite them before any read.
-  sl.committed = sl.last_first + n_keep;
-  sl.tokens.resize(size_t(sl.committed));
-  sl.last_count = n_keep;
-}
+void CpuBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
 
 const char* CpuBackend::kernel_name() const { return cpu::matmul_kernel_name(impl_->matmul_kernel); }
 int CpuBackend::threads() const { return impl_->pool.size(); }
