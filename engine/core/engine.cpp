@@ -21,6 +21,7 @@
 #include "engine/core/scheduler.hpp"
 #include "engine/core/slot_state.hpp"
 #include "engine/core/watchdog.hpp"
+#include "engine/spec/drafter.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 namespace strata {
@@ -146,11 +147,16 @@ struct Engine::Impl {
       opts.metrics->e2e_latency(f.total_seconds);
       opts.metrics->request_lengths(s.n_prompt, s.n_generated);
     }
+    std::string spec;
+    if (s.spec_windows > 0)
+      spec = fmt::format(" spec_windows={} spec_drafted={} spec_accepted={} spec_mean_accepted={:.2f}", s.spec_windows,
+                         s.spec_proposed, s.spec_accepted,
+                         static_cast<double>(s.spec_accepted) / s.spec_windows);
     spdlog::info(
         "request finished id={} prompt_tokens={} completion_tokens={} ttft_s={:.4f} total_s={:.4f} "
-        "finish_reason={} status={}{}{}",
+        "finish_reason={} status={}{}{}{}",
         s.req->id, f.prompt_tokens, f.completion_tokens, f.ttft_seconds, f.total_seconds,
-        finish_reason_name(f.reason), f.http_status, f.error_code.empty() ? "" : " error_code=", f.error_code);
+        finish_reason_name(f.reason), f.http_status, f.error_code.empty() ? "" : " error_code=", f.error_code, spec);
     s.done = true;
     s.channel->push(Event{std::nullopt, std::move(f)});
   }
@@ -446,6 +452,7 @@ struct Engine::Impl {
       s.slot = slot;
       n_busy.fetch_add(1);
       configure_sampling(inc, s);
+      if (!s.draft_k) attach_drafter(s);
       if (!s.admitted_once) {
         s.admitted_once = true;
         s.admitted = Clock::now();
@@ -455,6 +462,58 @@ struct Engine::Impl {
         }
       }
       in_call.clear();
+    }
+  }
+
+  // Once per request (a restart keeps it). A drafter that cannot be built only means no speculation.
+  void attach_drafter(SlotState& s) {
+    const SpeculationOptions& so = opts.speculation;
+    if (so.mode == SpeculationMode::Off) return;
+    s.draft_k.emplace(so.max_k);
+    try {
+      if (so.mode == SpeculationMode::Ngram) s.drafter = std::make_unique<NgramDrafter>(so.ngram_min, so.ngram_max);
+      else s.drafter = so.drafter_factory();
+    } catch (const std::exception& e) {
+      spdlog::warn("request {}: drafter not available ({}); decoding without speculation", s.req->id, e.what());
+      s.drafter.reset();
+    }
+  }
+
+  // How many drafts this request's next window may verify. Each row of a verify window is sampled with the
+  // settings in force when the window starts, so a window must not cross the min_tokens boundary (where EOS
+  // stops being masked); and drafts past max_tokens could never be emitted.
+  int draft_budget(const SlotState& s) const {
+    if (!s.drafter || !s.draft_k || s.pending_rows() != 1 || !s.decoding() || !s.wants_pick()) return 0;
+    int k = std::min(s.draft_k->next(), s.max_tokens - s.n_generated - 1);
+    if (s.suppressing) k = std::min(k, s.req->min_tokens - s.n_generated - 1);
+    return std::max(k, 0);
+  }
+
+  void propose_drafts(Incarnation& inc, const std::vector<SlotState*>& live) {
+    for (SlotState* s : live) {
+      s->drafts.clear();
+      int k = draft_budget(*s);
+      if (k == 0) continue;
+      in_call = {s};
+      try {
+        s->drafts = guarded(inc, call("draft"), [&] { return s->drafter->propose(s->seq, k); });
+      } catch (const BackendFailure& e) {
+        // The drafter is an optimisation: losing it must not cost the request (issue 6).
+        spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s->req->id,
+                     s->drafter->name(), e.what);
+        s->drafter.reset();
+        s->drafts.clear();
+      }
+      in_call.clear();
+      if (static_cast<int>(s->drafts.size()) > k) s->drafts.resize(static_cast<size_t>(k));
+      // A token the target cannot embed would fault the window; everything from it on is dropped.
+      for (size_t i = 0; i < s->drafts.size(); ++i) {
+        TokenId t = s->drafts[i];
+        if (t < 0 || (info.vocab_size > 0 && t >= info.vocab_size)) {
+          s->drafts.resize(i);
+          break;
+        }
+      }
     }
   }
 
@@ -500,6 +559,7 @@ struct Engine::Impl {
     budget.max_rows = opts.max_window_tokens;
     if (info.max_window_rows > 0) budget.max_rows = std::min(budget.max_rows, info.max_window_rows);
     budget.prefill_rows = opts.prefill_chunk;
+    propose_drafts(inc, live);
     PlannedWindow plan = plan_window(live, budget);
     if (plan.window.rows.empty()) return;
 
@@ -517,16 +577,10 @@ struct Engine::Impl {
 
     std::vector<std::pair<SlotState*, FinishEvent>> finished;
     int generated = 0;
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Row& row = plan.window.rows[i];
-      SlotState& s = *plan.row_owner[i];
-      s.n_cached = row.pos + 1;
-      if (row.want_logits) out.record_prompt_logprob(s, row.pos, results[i].logits);
-      if (!row.want_pick) continue;
-      TokenId pick = results[i].pick;
-      if (pick < 0 || (info.vocab_size > 0 && pick >= info.vocab_size))
-        throw BackendFailure{"backend picked token " + std::to_string(pick) + " outside the vocabulary of " +
-                             std::to_string(info.vocab_size)};
+    // Emits one pick through the stop rules, token by token exactly as plain decoding would; false once the
+    // request is done (a stop inside accepted drafts ends it there).
+    auto emit = [&](SlotState& s, const RowResult& r) {
+      check_pick(r.pick);
       if (s.n_generated == 0) {
         s.first_token = t1;
         if (opts.metrics) {
@@ -538,17 +592,71 @@ struct Engine::Impl {
       }
       s.last_token = t1;
       ++generated;
-      std::optional<FinishEvent> f = out.accept(s, results[i]);
+      std::optional<FinishEvent> f = out.accept(s, r);
       if (f) {
         finished.emplace_back(&s, std::move(*f));
-      } else if (s.suppressing && s.n_generated >= s.req->min_tokens) {
-        configure_sampling(inc, s);  // min_tokens reached: EOS and stop ids may be picked again
+        return false;
       }
+      if (s.suppressing && s.n_generated >= s.req->min_tokens)
+        configure_sampling(inc, s);  // min_tokens reached: EOS and stop ids may be picked again
+      return true;
+    };
+    std::vector<int> drafts_of(results.size(), 0);  // at the first row of each member's part
+    for (size_t i = 0, m = 0; i < results.size() && m < plan.members.size(); ++m) {
+      while (i < results.size() && plan.row_owner[i] != plan.members[m]) ++i;
+      if (i < results.size()) drafts_of[i] = plan.member_drafts[m];
+      while (i < results.size() && plan.row_owner[i] == plan.members[m]) ++i;
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Row& row = plan.window.rows[i];
+      SlotState& s = *plan.row_owner[i];
+      if (drafts_of[i] > 0) {
+        i += verify(inc, s, plan.window.rows, results, i, drafts_of[i], emit);
+        continue;
+      }
+      s.n_cached = row.pos + 1;
+      if (row.want_logits) out.record_prompt_logprob(s, row.pos, results[i].logits);
+      if (!row.want_pick) continue;
+      emit(s, results[i]);
     }
     if (opts.metrics && generated > 0) opts.metrics->generation_tokens(generated);
     for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
     in_call.clear();
     for (auto& [s, f] : finished) retire(inc, s);
+  }
+
+  void check_pick(TokenId pick) const {
+    if (pick < 0 || (info.vocab_size > 0 && pick >= info.vocab_size))
+      throw BackendFailure{"backend picked token " + std::to_string(pick) + " outside the vocabulary of " +
+                           std::to_string(info.vocab_size)};
+  }
+
+  // A verify window part: rows [first, first + n_drafts] are [last, d1..dk]. Draft i is kept iff it equals
+  // the pick of the row before it, which is the token plain decoding would have produced there; so the picks
+  // up to and including the first mismatch are exactly plain decoding's next tokens. Returns the rows
+  // consumed after `first`.
+  template <class Emit>
+  size_t verify(Incarnation& inc, SlotState& s, const std::vector<Row>& rows, const std::vector<RowResult>& results,
+                size_t first, int n_drafts, Emit& emit) {
+    int accepted = 0;
+    while (accepted < n_drafts &&
+           rows[first + 1 + static_cast<size_t>(accepted)].token == results[first + static_cast<size_t>(accepted)].pick)
+      ++accepted;
+    for (int j = 0; j <= accepted; ++j) check_pick(results[first + static_cast<size_t>(j)].pick);
+    // Rejected drafts' KV cells and penalty history go before anything else reads the slot.
+    guarded(inc, call("commit"), [&] { inc.backend->commit(s.slot, 1 + accepted); });
+    s.n_cached = rows[first].pos + 1 + accepted;
+    ++s.spec_windows;
+    s.spec_proposed += n_drafts;
+    s.spec_accepted += accepted;
+    if (s.draft_k) s.draft_k->update(n_drafts, accepted);
+    if (opts.metrics) {
+      opts.metrics->spec_draft(n_drafts, accepted);
+      for (int j = 0; j < accepted; ++j) opts.metrics->spec_accepted_at(j);
+    }
+    for (int j = 0; j <= accepted; ++j)
+      if (!emit(s, results[first + static_cast<size_t>(j)])) break;
+    return static_cast<size_t>(n_drafts);
   }
 
   void publish() {
@@ -613,6 +721,13 @@ Engine::Engine(BackendFactory factory, const Tokenizer& tokenizer, std::vector<T
   if (m.opts.max_window_tokens < 1) throw Error("engine: max_window_tokens must be at least 1");
   if (!(m.opts.watchdog_timeout_s > 0)) throw Error("engine: watchdog_timeout_s must be positive");
   if (m.opts.watchdog_max_restarts < 0) throw Error("engine: watchdog_max_restarts must not be negative");
+  const SpeculationOptions& so = m.opts.speculation;
+  if (so.mode != SpeculationMode::Off && so.max_k < 1)
+    throw Error("engine: speculation.max_k must be at least 1 when speculation is on");
+  if (so.mode == SpeculationMode::Ngram && (so.ngram_min < 1 || so.ngram_max < so.ngram_min))
+    throw Error("engine: speculation n-gram sizes must satisfy 1 <= ngram_min <= ngram_max");
+  if (so.mode == SpeculationMode::Draft && !so.drafter_factory)
+    throw Error("engine: speculation mode 'draft' needs a drafter_factory");
   // The first backend is built here, on the caller's thread, so a load error reaches main as an exception
   // with its message instead of a dead engine.
   auto first = std::make_shared<Incarnation>();

@@ -11,6 +11,24 @@ namespace strata {
 
 class Tokenizer;
 class Metrics;
+class Drafter;
+
+// Speculative decoding (DESIGN.md invariant 1): a drafter proposes tokens, the target verifies them in one
+// window and keeps exactly those it would have picked itself, so the mode changes speed, never output.
+enum class SpeculationMode {
+  Off,
+  Ngram,  // prompt lookup (engine/spec NgramDrafter), built by the engine
+  Draft,  // one drafter per request from drafter_factory (the draft model in production)
+};
+
+struct SpeculationOptions {
+  SpeculationMode mode = SpeculationMode::Off;
+  int max_k = 4;  // drafts per verify window at most (--spec-k); AdaptiveK drafts fewer when acceptance is low
+  int ngram_min = 1, ngram_max = 4;
+  // Called on the engine thread once per admitted request; a drafter that throws (here or in propose) is
+  // dropped for that request and generation goes on without it.
+  std::function<std::unique_ptr<Drafter>()> drafter_factory;
+};
 
 enum class SubmitResult { Accepted, QueueFull, Draining, NotReady };
 
@@ -22,6 +40,7 @@ struct EngineOptions {
   int max_window_tokens = 2048;  // rows per window in all (decode rows first, then prompt chunks)
   std::shared_ptr<Metrics> metrics;  // may be null
   FaultPlan faults;              // empty: no fault injection
+  SpeculationOptions speculation;
 };
 
 struct EngineStats {

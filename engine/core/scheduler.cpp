@@ -5,6 +5,18 @@
 namespace strata {
 namespace {
 
+void add_draft_rows(PlannedWindow& plan, SlotState* s, int n) {
+  const Row last = plan.window.rows.back();
+  for (int i = 0; i < n; ++i) {
+    Row row = last;
+    row.token = s->drafts[static_cast<size_t>(i)];
+    row.pos = last.pos + 1 + i;
+    row.want_logits = false;
+    plan.window.rows.push_back(row);
+    plan.row_owner.push_back(s);
+  }
+}
+
 void add_rows(PlannedWindow& plan, SlotState* s, int n) {
   for (int i = 0; i < n; ++i) {
     int pos = s->n_cached + i;
@@ -21,6 +33,7 @@ void add_rows(PlannedWindow& plan, SlotState* s, int n) {
     plan.row_owner.push_back(s);
   }
   plan.members.push_back(s);
+  plan.member_drafts.push_back(0);
 }
 
 }  // namespace
@@ -28,12 +41,25 @@ void add_rows(PlannedWindow& plan, SlotState* s, int n) {
 PlannedWindow plan_window(const std::vector<SlotState*>& running, const WindowBudget& budget) {
   PlannedWindow plan;
   int left = std::max(budget.max_rows, 1);
+  auto is_decode = [](const SlotState* s) { return s->slot != kNoSlot && s->pending_rows() == 1 && s->decoding(); };
+  int n_decode = 0;
+  for (SlotState* s : running)
+    if (is_decode(s)) ++n_decode;
+  int draft_left = std::max(0, left - n_decode);
   for (SlotState* s : running) {
     if (left == 0) break;
-    if (s->slot == kNoSlot || s->pending_rows() != 1 || !s->decoding()) continue;
+    if (!is_decode(s)) continue;
     add_rows(plan, s, 1);
     ++plan.decode_rows;
     --left;
+    if (!plan.window.rows.back().want_pick) continue;  // nothing to verify against
+    int n = std::min({static_cast<int>(s->drafts.size()), draft_left, left});
+    if (n <= 0) continue;
+    add_draft_rows(plan, s, n);
+    plan.member_drafts.back() = n;
+    plan.decode_rows += n;
+    draft_left -= n;
+    left -= n;
   }
   int prefill_left = std::min(left, std::max(budget.prefill_rows, 1));
   for (SlotState* s : running) {

@@ -5,6 +5,11 @@
 // prompt; prompt chunks fill what is left, FCFS, capped by prefill_chunk rows per window in total (the
 // prefill share) and by the window's token budget. A request's rows are consecutive positions from its
 // first uncached one; only the row at its last known token asks for a pick.
+//
+// Drafts: a decoding request with drafts (SlotState::drafts) brings a verify window part instead of one row:
+// [last, d1..dk] at consecutive positions, every row asking for a pick, so row i's pick is what plain
+// decoding would pick after d1..di. Drafts share the budget after every decoding request has its one row
+// (FCFS), so speculation never delays another request's decode row; they go before prompt chunks.
 #pragma once
 #include <vector>
 
@@ -22,7 +27,8 @@ struct PlannedWindow {
   Window window;
   std::vector<SlotState*> row_owner;  // per row
   std::vector<SlotState*> members;    // requests with at least one row, in row order
-  int decode_rows = 0, prefill_rows = 0;
+  std::vector<int> member_drafts;     // per member: draft rows it carries after its decode row
+  int decode_rows = 0, prefill_rows = 0;  // decode_rows counts draft rows too
   const char* kind() const {
     return prefill_rows == 0 ? "decode" : decode_rows == 0 ? "prefill" : "mixed";
   }

@@ -8,6 +8,7 @@
 
 #include "engine/core/request.hpp"
 #include "engine/core/stop_matcher.hpp"
+#include "engine/spec/drafter.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
 namespace strata {
@@ -39,6 +40,13 @@ struct SlotState {
 
   std::vector<TokenEvent> prompt_logprobs;  // filled once; a recompute after a restart does not redo it
   int prompt_logprobs_done = 0;             // prompt positions whose logprob is known (position 0 has none)
+
+  // Speculation. The drafter survives a restart: it sees the same seq afterwards, and a drafter with state
+  // of its own (the draft model's slot) resynchronizes from the history it is handed.
+  std::unique_ptr<Drafter> drafter;  // null: speculation off, or dropped after it threw
+  std::optional<AdaptiveK> draft_k;
+  std::vector<TokenId> drafts;       // proposed for the next window, after seq.back()
+  int spec_windows = 0, spec_proposed = 0, spec_accepted = 0;
 
   Clock::time_point admitted{}, first_token{}, last_token{};
   bool admitted_once = false;

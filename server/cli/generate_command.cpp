@@ -29,6 +29,7 @@ int run_generate(ConfigCli& cli, const GenerateArgs& args) {
   setup_logging(config.logging.format, config.logging.level);
   finalize_engine_options(config, cli.sources());
   ModelRuntime rt = load_model_runtime(config, cli.sources());
+  attach_draft_model(config, rt, cli.sources());
   Engine engine(make_backend_factory(rt, config), *rt.tokenizer, rt.model->generation.eos_token_ids,
                 config.engine);
 

@@ -7,6 +7,7 @@
 #include "engine/core/faults.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/logging/logging.hpp"
+#include "engine/spec/draft_model_drafter.hpp"
 #include "server/cli/build_info.hpp"
 #ifdef STRATA_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -91,12 +92,13 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
 }
 
 void finalize_engine_options(Config& config, const SourceMap& sources) {
-  // The engine has no drafter hook yet (engine/spec holds the drafters): accepting --spec and decoding
-  // without it would be a silent lie about what runs.
-  if (config.spec.mode != SpecMode::Off)
-    throw ConfigError(std::string("--spec: '") + spec_mode_name(config.spec.mode) +
-                      "' is not available: the engine does not run drafters yet; use --spec off (from " +
-                      source_of(sources, "spec") + ")");
+  // The draft model itself is loaded by attach_draft_model once the target's shape is known.
+  switch (config.spec.mode) {
+    case SpecMode::Off: config.engine.speculation.mode = SpeculationMode::Off; break;
+    case SpecMode::Ngram: config.engine.speculation.mode = SpeculationMode::Ngram; break;
+    case SpecMode::Draft: config.engine.speculation.mode = SpeculationMode::Draft; break;
+  }
+  config.engine.speculation.max_k = config.spec.k;
   if (config.faults.spec.empty()) return;
   try {
     config.engine.faults = parse_fault_spec(config.faults.spec);
@@ -104,6 +106,34 @@ void finalize_engine_options(Config& config, const SourceMap& sources) {
     throw ConfigError(std::string("--debug-faults: ") + e.what() + " (from " + source_of(sources, "debug-faults") + ")");
   }
   spdlog::warn("fault injection is ON: {}", config.faults.spec);
+}
+
+void attach_draft_model(Config& config, const ModelRuntime& runtime, const SourceMap& sources) {
+  if (config.spec.mode != SpecMode::Draft) return;
+  const std::string& dir = config.spec.draft_model;
+  std::shared_ptr<const Model> draft;
+  try {
+    draft = load_model(dir);
+  } catch (const std::exception& e) {
+    throw Error("--draft-model: cannot load '" + dir + "': " + e.what());
+  }
+  // Drafts are token ids: a draft model with another vocabulary would propose meaningless ids.
+  if (draft->config.vocab_size != runtime.model->config.vocab_size)
+    throw ConfigError("--draft-model: '" + dir + "' has vocab_size " + std::to_string(draft->config.vocab_size) +
+                      " but the target model has " + std::to_string(runtime.model->config.vocab_size) +
+                      "; the draft model must share the target's tokenizer (from " +
+                      source_of(sources, "draft-model") + ")");
+  // The draft runs on the CPU backend with one slot per target slot and the target's context.
+  CpuBackendOptions opts;
+  opts.max_slots = config.backend.max_slots;
+  opts.max_context = runtime.ctx_size;
+  opts.threads = config.backend.threads;
+  auto backend = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(*draft, opts));
+  config.engine.speculation.drafter_factory = [backend]() -> std::unique_ptr<Drafter> {
+    return std::make_unique<DraftModelDrafter>(backend);
+  };
+  spdlog::info("speculation: draft model {} ({} layers), up to {} drafts per window", dir, draft->config.num_layers,
+               config.spec.k);
 }
 
 }  // namespace strata

@@ -37,8 +37,12 @@ ModelRuntime load_model_runtime(const Config& config, const SourceMap& sources);
 Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config);
 
 // The engine-facing checks config/ cannot make because it does not link the engine: --debug-faults parsed
-// into EngineOptions::faults (the grammar lives in engine/core/faults.hpp), and --spec refused while the
-// engine has no drafter hook. Throws ConfigError naming the option and its source.
+// into EngineOptions::faults (the grammar lives in engine/core/faults.hpp), and --spec/--spec-k copied into
+// EngineOptions::speculation. Throws ConfigError naming the option and its source.
 void finalize_engine_options(Config& config, const SourceMap& sources);
+
+// With --spec draft: loads --draft-model, checks it shares the target's vocabulary (ConfigError otherwise),
+// builds its backend and sets EngineOptions::speculation.drafter_factory. Nothing otherwise.
+void attach_draft_model(Config& config, const ModelRuntime& runtime, const SourceMap& sources);
 
 }  // namespace strata

@@ -61,6 +61,7 @@ int run_serve(ConfigCli& cli, bool print_config) {
   spdlog::debug("effective configuration:\n{}", describe_config(config, cli.sources(), kScopeAll));
 
   ModelRuntime rt = load_model_runtime(config, cli.sources());
+  attach_draft_model(config, rt, cli.sources());
   std::unique_ptr<ChatTemplate> chat_template = load_chat_template(config, *rt.model);
 
   auto registry = std::make_shared<prometheus::Registry>();

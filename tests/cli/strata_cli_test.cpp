@@ -92,16 +92,16 @@ TEST_CASE("a bad YAML file exits 2 naming file and line") {
   CHECK_THAT(t.err, Contains("--port") && Contains(typed + ":1"));
 }
 
-TEST_CASE("engine-facing rules exit 2: faults need enabling, a bad fault spec, --spec without a drafter hook, cuda without CUDA") {
+TEST_CASE("engine-facing rules exit 2: faults need enabling, a bad fault spec, --spec draft without a draft model, cuda without CUDA") {
   const RunResult faults = run_strata({"serve", "--debug-faults", "throw@window=1"});
   CHECK(faults.exit_code == 2);
   CHECK_THAT(faults.err, Contains("--enable-debug-faults"));
   const RunResult spec = run_strata({"serve", "--model", kFixture, "--enable-debug-faults", "--debug-faults", "explode@now"});
   CHECK(spec.exit_code == 2);
   CHECK_THAT(spec.err, Contains("--debug-faults"));
-  const RunResult spec_mode = run_strata({"generate", "--model", kFixture, "--prompt", "x", "--spec", "ngram"});
+  const RunResult spec_mode = run_strata({"generate", "--model", kFixture, "--prompt", "x", "--spec", "draft"});
   CHECK(spec_mode.exit_code == 2);
-  CHECK_THAT(spec_mode.err, Contains("--spec") && Contains("flag --spec"));
+  CHECK_THAT(spec_mode.err, Contains("--spec") && Contains("--draft-model"));
 #ifndef STRATA_TEST_CUDA_BUILD
   const RunResult cuda = run_strata({"generate", "--model", kFixture, "--prompt", "x", "--device", "cuda"});
   CHECK(cuda.exit_code == 2);
@@ -133,6 +133,26 @@ TEST_CASE("strata generate prints a completion on stdout, the same one twice whe
   // Logs stay on stderr: the completion line is not mixed with them.
   CHECK_THAT(a.err, Contains("completion_tokens=12"));
   CHECK_THAT(a.out, !Contains("completion_tokens"));
+}
+
+TEST_CASE("strata generate prints the same completion with --spec ngram and --spec draft as with --spec off") {
+  const std::vector<std::string> base = {"generate", "--model", kFixture, "--prompt", "a b a b a b", "--max-tokens",
+                                         "16", "--ignore-eos", "--threads", "1"};
+  const RunResult off = run_strata(base);
+  REQUIRE(off.exit_code == 0);
+  std::vector<std::string> ngram = base;
+  ngram.insert(ngram.end(), {"--spec", "ngram", "--spec-k", "3"});
+  const RunResult n = run_strata(ngram);
+  INFO(n.err);
+  REQUIRE(n.exit_code == 0);
+  CHECK(n.out == off.out);
+  std::vector<std::string> draft = base;
+  draft.insert(draft.end(), {"--spec", "draft", "--draft-model", std::string(STRATA_SOURCE_DIR) + "/tests/data/models/llama"});
+  const RunResult d = run_strata(draft);
+  INFO(d.err);
+  REQUIRE(d.exit_code == 0);
+  CHECK(d.out == off.out);
+  CHECK_THAT(d.err, Contains("spec_windows="));
 }
 
 TEST_CASE("strata generate with seeded sampling repeats for the same seed") {

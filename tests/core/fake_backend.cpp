@@ -101,6 +101,12 @@ std::vector<RowResult> FakeBackend::run_window(const Window& window) {
   for (size_t i = 0; i < window.rows.size(); ++i) {
     const Row& r = window.rows[i];
     Slot& s = slots_[static_cast<size_t>(r.slot)];
+    if (s.last_window != n) {
+      s.last_window = n;
+      s.last_first = r.pos;
+      s.last_count = 0;
+    }
+    ++s.last_count;
     s.history.push_back(r.token);
     TokenId pick = world_->natural_pick(s.history);
     const auto& masked = s.sampling.suppressed;
@@ -124,6 +130,21 @@ std::vector<RowResult> FakeBackend::run_window(const Window& window) {
     }
   }
   return out;
+}
+
+void FakeBackend::commit(SlotId slot, int n_keep) {
+  world_->commits.fetch_add(1);
+  if (slot < 0 || slot >= world_->max_slots || !slots_[static_cast<size_t>(slot)].open) {
+    world_->bad_windows.fetch_add(1);
+    throw Error("fake: commit on a slot that is not open");
+  }
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  if (s.last_window != world_->windows.load() || n_keep < 0 || n_keep > s.last_count) {
+    world_->bad_windows.fetch_add(1);
+    throw Error("fake: bad commit of " + std::to_string(n_keep) + " rows");
+  }
+  s.history.resize(static_cast<size_t>(s.last_first + n_keep));
+  s.last_count = n_keep;
 }
 
 std::function<std::unique_ptr<Backend>()> fake_factory(std::shared_ptr<FakeWorld> world) {

@@ -34,7 +34,7 @@ struct FakeWorld {
   std::atomic<int> throw_at_close{-1};      // close_slot call number (1-based, over all backends) that throws
 
   // Observations.
-  std::atomic<int> built{0}, released{0}, open_slots{0}, windows{0}, bad_windows{0}, closes{0};
+  std::atomic<int> built{0}, released{0}, open_slots{0}, windows{0}, bad_windows{0}, closes{0}, commits{0};
   std::mutex mu;
   std::vector<WindowRecord> log;
   std::vector<SamplingParams> sampling_log;  // every set_sampling, in order
@@ -58,7 +58,9 @@ class FakeBackend : public Backend {
   void close_slot(SlotId slot) override;
   void set_sampling(SlotId slot, const SamplingParams& params) override;
   std::vector<RowResult> run_window(const Window& window) override;
-  void commit(SlotId, int) override {}
+  // Trims the slot's part of the last window to its first n_keep rows, as a real backend drops rejected
+  // drafts; a commit the engine gets wrong (no rows last window, n_keep out of range) counts as a bad window.
+  void commit(SlotId slot, int n_keep) override;
   void release() override { world_->released.fetch_add(1); }
 
  private:
@@ -66,6 +68,7 @@ class FakeBackend : public Backend {
     bool open = false;
     std::vector<TokenId> history;
     SamplingParams sampling;
+    int last_window = -1, last_first = 0, last_count = 0;
   };
   std::shared_ptr<FakeWorld> world_;
   std::vector<Slot> slots_;

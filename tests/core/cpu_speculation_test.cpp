@@ -1,0 +1,196 @@
+// Speculative decoding over the real CPU backend (DESIGN.md invariant 1): for many prompts and seeds, greedy
+// and seeded with top-k/top-p and penalties, alone and eight to a window, output with the n-gram drafter,
+// a garbage drafter, a throwing drafter and a draft model is token for token the output without speculation.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <map>
+
+#include <prometheus/registry.h>
+
+#include "engine/core/engine.hpp"
+#include "engine/core/metrics.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/model/weights.hpp"
+#include "engine/spec/draft_model_drafter.hpp"
+#include "tests/core/harness.hpp"
+#include "tests/core/spec_drafters.hpp"
+
+using namespace strata;
+using namespace strata::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kMaxTokens = 20;
+
+const Model& fixture(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Model>> models;
+  auto& m = models[name];
+  if (!m) m = load_model(STRATA_SOURCE_DIR "/tests/data/models/" + name);
+  return *m;
+}
+
+CpuBackendOptions backend_opts() { return CpuBackendOptions{8, 256, 2}; }
+
+enum class Sampling { Greedy, Seeded, Penalized };
+
+const std::vector<std::string> kPrompts = {
+    "def add(a, b):\n    return a + b\n\ndef add(a, b):\n",
+    "the cat sat on the mat. the cat sat on the",
+    "import os\nimport sys\nimport os\n",
+    "for i in range(10):\n    print(i)\nfor i in range(10):",
+    "hello hello hello hello",
+    "class Tree:\n    def __init__(self):",
+    "SELECT name FROM users WHERE id = 1; SELECT name FROM",
+    "1, 2, 3, 4, 5, 6, 7, 1, 2, 3,",
+};
+
+std::shared_ptr<GenerationRequest> request(size_t i, Sampling s, uint64_t seed) {
+  auto r = make_request("r" + std::to_string(i), fixture_tokenizer().encode(kPrompts[i]), kMaxTokens);
+  r->ignore_eos = true;  // full-length outputs make the comparison cover every position
+  if (s != Sampling::Greedy) {
+    r->sampling.temperature = 0.8f;
+    r->sampling.top_k = 40;
+    r->sampling.top_p = 0.9f;
+    r->sampling.seed = seed + i;
+  }
+  if (s == Sampling::Penalized) {
+    r->sampling.presence_penalty = 0.4f;
+    r->sampling.frequency_penalty = 0.3f;
+    r->sampling.repetition_penalty = 1.2f;
+    r->sampling.penalty_window = 16;
+  }
+  return r;
+}
+
+struct Rig {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<Engine> engine;
+  Rig(const std::string& target, EngineOptions o) {
+    o.metrics = std::make_shared<Metrics>(registry, "0", "none", "cpu");
+    const Model& m = fixture(target);
+    engine = std::make_unique<Engine>(
+        [&m]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(m, backend_opts()); },
+        fixture_tokenizer(), m.generation.eos_token_ids, o);
+  }
+  double counter(const std::string& name) const {
+    double sum = 0;
+    for (const auto& f : registry->Collect())
+      if (f.name == name)
+        for (const auto& m : f.metric) sum += m.counter.value;
+    return sum;
+  }
+};
+
+// Every prompt alone, one after another.
+std::vector<std::vector<TokenId>> run_alone(Rig& rig, Sampling s, uint64_t seed) {
+  std::vector<std::vector<TokenId>> out;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    Outcome o = run_one(*rig.engine, request(i, s, seed), 120s);
+    REQUIRE(o.finished);
+    REQUIRE(o.finish.completion_tokens == kMaxTokens);
+    out.push_back(o.ids());
+  }
+  return out;
+}
+
+// All prompts at once, sharing windows.
+std::vector<std::vector<TokenId>> run_batch(Rig& rig, Sampling s, uint64_t seed) {
+  std::vector<std::shared_ptr<RequestChannel>> chans;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    chans.push_back(std::make_shared<RequestChannel>());
+    REQUIRE(rig.engine->submit(request(i, s, seed), chans.back()) == SubmitResult::Accepted);
+  }
+  std::vector<std::vector<TokenId>> out;
+  for (auto& c : chans) {
+    Outcome o = collect(*c, 120s);
+    REQUIRE(o.finished);
+    out.push_back(o.ids());
+  }
+  return out;
+}
+
+EngineOptions with(SpeculationMode mode, int k) {
+  EngineOptions o;
+  o.prefill_chunk = 16;
+  o.speculation.mode = mode;
+  o.speculation.max_k = k;
+  return o;
+}
+
+const char* name(Sampling s) { return s == Sampling::Greedy ? "greedy" : s == Sampling::Seeded ? "seeded" : "penalized"; }
+
+}  // namespace
+
+TEST_CASE("CPU: output with the n-gram drafter equals output without speculation, alone and eight at once",
+          "[engine][cpu][spec]") {
+  for (Sampling s : {Sampling::Greedy, Sampling::Seeded, Sampling::Penalized}) {
+    for (uint64_t seed : {7ull, 1001ull}) {
+      if (s == Sampling::Greedy && seed != 7) continue;
+      DYNAMIC_SECTION(name(s) << " seed " << seed) {
+        Rig plain("llama", with(SpeculationMode::Off, 1));
+        auto expect = run_alone(plain, s, seed);
+        Rig spec("llama", with(SpeculationMode::Ngram, 4));
+        CHECK(run_alone(spec, s, seed) == expect);
+        CHECK(run_batch(spec, s, seed) == expect);
+        CHECK(spec.counter("strata_spec_drafts_total") > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU: garbage drafts and a drafter that throws leave the output unchanged", "[engine][cpu][spec]") {
+  for (Sampling s : {Sampling::Greedy, Sampling::Penalized}) {
+    DYNAMIC_SECTION(name(s)) {
+      Rig plain("llama", with(SpeculationMode::Off, 1));
+      auto expect = run_alone(plain, s, 99);
+
+      EngineOptions garbage = with(SpeculationMode::Draft, 5);
+      auto seeds = std::make_shared<std::atomic<uint32_t>>(1);
+      garbage.speculation.drafter_factory = [seeds] { return std::make_unique<RandomDrafter>(seeds->fetch_add(1), 520); };
+      Rig g("llama", garbage);
+      CHECK(run_batch(g, s, 99) == expect);
+      CHECK(g.counter("strata_spec_draft_tokens_total") > 0);
+
+      EngineOptions throwing = with(SpeculationMode::Draft, 3);
+      auto calls = std::make_shared<std::atomic<int>>(0);
+      throwing.speculation.drafter_factory = [calls] { return std::make_unique<ThrowingDrafter>(2, calls); };
+      Rig t("llama", throwing);
+      CHECK(run_batch(t, s, 99) == expect);
+      CHECK(calls->load() == static_cast<int>(kPrompts.size()));  // one good proposal each, then dropped
+    }
+  }
+}
+
+TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer) equals output without speculation",
+          "[engine][cpu][spec]") {
+  for (Sampling s : {Sampling::Greedy, Sampling::Seeded}) {
+    DYNAMIC_SECTION(name(s)) {
+      Rig plain("qwen3", with(SpeculationMode::Off, 1));
+      auto expect = run_alone(plain, s, 5);
+      auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(fixture("llama"), backend_opts()));
+      EngineOptions o = with(SpeculationMode::Draft, 3);
+      o.speculation.drafter_factory = [draft] { return std::make_unique<DraftModelDrafter>(draft); };
+      Rig spec("qwen3", o);
+      CHECK(run_alone(spec, s, 5) == expect);
+      CHECK(run_batch(spec, s, 5) == expect);
+      CHECK(spec.counter("strata_spec_draft_tokens_total") > 0);
+    }
+  }
+}
+
+TEST_CASE("CPU: a draft model identical to the greedy target has every draft accepted", "[engine][cpu][spec]") {
+  // The draft slot is kept in step with the target, so the same weights propose exactly the target's next
+  // tokens; one rejected draft would mean the draft slot's history went out of step.
+  Rig plain("qwen3", with(SpeculationMode::Off, 1));
+  auto expect = run_alone(plain, Sampling::Greedy, 0);
+  auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(fixture("qwen3"), backend_opts()));
+  EngineOptions o = with(SpeculationMode::Draft, 4);
+  o.speculation.drafter_factory = [draft] { return std::make_unique<DraftModelDrafter>(draft); };
+  Rig spec("qwen3", o);
+  CHECK(run_batch(spec, Sampling::Greedy, 0) == expect);
+  double drafted = spec.counter("strata_spec_draft_tokens_total");
+  CHECK(drafted > 0);
+  CHECK(spec.counter("strata_spec_accepted_tokens_total") == drafted);
+}

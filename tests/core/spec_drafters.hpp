@@ -1,0 +1,46 @@
+// Drafters for speculation tests: ones that only cost speed (random tokens, a throw mid-request) and one that
+// knows the answer. The engine must give identical output with each.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "engine/spec/drafter.hpp"
+
+namespace strata::test {
+
+// Proposes max_k uniformly random ids from [0, id_limit): garbage, sometimes outside the vocabulary.
+class RandomDrafter : public Drafter {
+ public:
+  RandomDrafter(uint32_t seed, int id_limit) : rng_(seed), ids_(0, id_limit - 1) {}
+  const char* name() const override { return "random"; }
+  std::vector<TokenId> propose(const std::vector<TokenId>&, int max_k) override {
+    std::vector<TokenId> d;
+    for (int i = 0; i < max_k; ++i) d.push_back(ids_(rng_));
+    return d;
+  }
+
+ private:
+  std::mt19937 rng_;
+  std::uniform_int_distribution<TokenId> ids_;
+};
+
+// Proposes like the n-gram drafter, then throws on its n-th call.
+class ThrowingDrafter : public Drafter {
+ public:
+  ThrowingDrafter(int throw_at, std::shared_ptr<std::atomic<int>> calls) : throw_at_(throw_at), calls_(std::move(calls)) {}
+  const char* name() const override { return "throwing"; }
+  std::vector<TokenId> propose(const std::vector<TokenId>& h, int max_k) override {
+    if (++n_ == throw_at_) throw std::runtime_error("drafter exploded");
+    calls_->fetch_add(1);
+    return inner_.propose(h, max_k);
+  }
+
+ private:
+  int throw_at_, n_ = 0;
+  std::shared_ptr<std::atomic<int>> calls_;  // successful proposals, over all instances
+  NgramDrafter inner_;
+};
+
+}  // namespace strata::test

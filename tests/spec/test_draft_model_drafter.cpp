@@ -1,0 +1,113 @@
+// The draft-model drafter over a toy backend whose greedy pick is (last token + 1) mod 100: what it proposes,
+// and that its slot stays in step with the target's history with only the new rows fed each time.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "engine/spec/draft_model_drafter.hpp"
+
+using namespace strata;
+
+namespace {
+
+struct ToyBackend : Backend {
+  int free_slots = 2;
+  bool fail = false;
+  std::map<SlotId, std::vector<TokenId>> held;  // committed tokens per open slot
+  std::map<SlotId, int> last_first, last_count;
+  std::vector<Window> windows;
+  int resets = 0;
+
+  BackendInfo info() const override { return {"toy", 2, 64, 100, 64}; }
+  SlotId open_slot() override {
+    if (free_slots == 0) return kNoSlot;
+    SlotId s = static_cast<SlotId>(held.size());
+    --free_slots;
+    held[s] = {};
+    return s;
+  }
+  void reset_slot(SlotId s) override {
+    ++resets;
+    held.at(s).clear();
+  }
+  void close_slot(SlotId s) override {
+    held.erase(s);
+    ++free_slots;
+  }
+  void set_sampling(SlotId, const SamplingParams& p) override { CHECK(p.greedy()); }
+  std::vector<RowResult> run_window(const Window& w) override {
+    if (fail) throw Error("toy: device fault");
+    windows.push_back(w);
+    std::vector<RowResult> out;
+    SlotId s = w.rows.front().slot;
+    auto& h = held.at(s);
+    last_first[s] = static_cast<int>(h.size());
+    last_count[s] = static_cast<int>(w.rows.size());
+    for (const Row& r : w.rows) {
+      REQUIRE(r.pos == static_cast<int32_t>(h.size()));  // each row continues the slot's history
+      h.push_back(r.token);
+      RowResult res;
+      if (r.want_pick) res.pick = (r.token + 1) % 100;
+      out.push_back(res);
+    }
+    return out;
+  }
+  void commit(SlotId s, int n_keep) override {
+    REQUIRE(n_keep <= last_count[s]);
+    held.at(s).resize(static_cast<size_t>(last_first[s] + n_keep));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("draft-model drafter proposes the draft model's greedy continuation") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy);
+  CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
+  CHECK(d.propose({5, 6, 7}, 1) == std::vector<TokenId>{8});
+  CHECK(d.propose({5, 6, 7}, 0).empty());
+}
+
+TEST_CASE("draft-model drafter leaves its slot at the history minus its last token and feeds only new rows") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy);
+  CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6});
+  // The target kept 8 9 and picked 20 itself: the next call catches up from position 2 only.
+  toy->windows.clear();
+  CHECK(d.propose({5, 6, 7, 8, 9, 20}, 2) == std::vector<TokenId>{21, 22});
+  REQUIRE(!toy->windows.empty());
+  CHECK(toy->windows.front().rows.front().pos == 2);
+  CHECK(toy->windows.front().rows.size() == 4);
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9});
+  CHECK(toy->resets == 0);
+}
+
+TEST_CASE("draft-model drafter recomputes a history that no longer extends what its slot holds") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy);
+  d.propose({5, 6, 7, 8}, 2);
+  CHECK(d.propose({1, 2}, 2) == std::vector<TokenId>{3, 4});
+  CHECK(toy->resets == 1);
+  CHECK(toy->held.at(0) == std::vector<TokenId>{1});
+}
+
+TEST_CASE("draft-model drafter proposes nothing while the draft backend has no free slot, and frees its slot") {
+  auto toy = std::make_shared<ToyBackend>();
+  toy->free_slots = 0;
+  {
+    DraftModelDrafter d(toy);
+    CHECK(d.propose({5, 6}, 3).empty());
+    toy->free_slots = 1;
+    CHECK(d.propose({5, 6}, 3) == std::vector<TokenId>{7, 8, 9});
+    CHECK(toy->free_slots == 0);
+  }
+  CHECK(toy->free_slots == 1);
+}
+
+TEST_CASE("draft-model drafter passes a draft backend fault to its caller") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy);
+  toy->fail = true;
+  CHECK_THROWS_WITH(d.propose({5, 6}, 2), Catch::Contains("device fault"));
+}
