@@ -80,6 +80,7 @@ int run_serve(ConfigCli& cli, bool print_config) {
   ctx.max_context = engine.max_context();
   ctx.model_id = model_id_for(config, rt.model_dir);
   ctx.registry = registry;
+  ctx.metrics = config.engine.metrics.get();  // strata_requests_total{endpoint,status} for every answer
 
   HttpServer server(config.server, ctx);
   server.start();
