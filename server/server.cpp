@@ -352,6 +352,13 @@ void HttpServer::start() {
   }
   m.current_env();
   m.listener = std::thread([&m] { m.svr.listen_after_bind(); });
+  // httplib's stop() does nothing until the listener thread has marked the server running, so a signal
+  // right after start() would leave the accept loop running and stop() would hang in join: wait for it.
+  for (int i = 0; i < 5000 && !m.svr.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!m.svr.is_running()) {
+    m.listener.join();  // listen_after_bind returned without serving: the thread is done
+    throw Error("HTTP listener did not start");
+  }
 }
 
 int HttpServer::port() const { return impl_->bound_port; }
