@@ -21,6 +21,7 @@
 #include "engine/core/scheduler.hpp"
 #include "engine/core/slot_state.hpp"
 #include "engine/core/watchdog.hpp"
+#include "engine/logging/logging.hpp"
 #include "engine/spec/drafter.hpp"
 #include "engine/tokenizer/tokenizer.hpp"
 
@@ -147,16 +148,22 @@ struct Engine::Impl {
       opts.metrics->e2e_latency(f.total_seconds);
       opts.metrics->request_lengths(s.n_prompt, s.n_generated);
     }
-    std::string spec;
-    if (s.spec_windows > 0)
-      spec = fmt::format(" spec_windows={} spec_drafted={} spec_accepted={} spec_mean_accepted={:.2f}", s.spec_windows,
-                         s.spec_proposed, s.spec_accepted,
-                         static_cast<double>(s.spec_accepted) / s.spec_windows);
-    spdlog::info(
-        "request finished id={} prompt_tokens={} completion_tokens={} ttft_s={:.4f} total_s={:.4f} "
-        "finish_reason={} status={}{}{}{}",
-        s.req->id, f.prompt_tokens, f.completion_tokens, f.ttft_seconds, f.total_seconds,
-        finish_reason_name(f.reason), f.http_status, f.error_code.empty() ? "" : " error_code=", f.error_code, spec);
+    // One structured line per finished request (JSON fields with --log-format json), tagged with its id.
+    nlohmann::json fields = {{"prompt_tokens", f.prompt_tokens},
+                             {"completion_tokens", f.completion_tokens},
+                             {"ttft_s", f.ttft_seconds},
+                             {"queue_s", f.queue_seconds},
+                             {"total_s", f.total_seconds},
+                             {"finish_reason", finish_reason_name(f.reason)},
+                             {"status", f.http_status}};
+    if (!f.error_code.empty()) fields["error_code"] = f.error_code;
+    if (s.spec_windows > 0) {
+      fields["spec_windows"] = s.spec_windows;
+      fields["spec_drafted"] = s.spec_proposed;
+      fields["spec_accepted"] = s.spec_accepted;
+      fields["spec_mean_accepted"] = static_cast<double>(s.spec_accepted) / s.spec_windows;
+    }
+    log_event(spdlog::level::info, s.req->id, "request finished", fields);
     s.done = true;
     s.channel->push(Event{std::nullopt, std::move(f)});
   }
