@@ -8,6 +8,10 @@ scripts/deps.sh test
 npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
 [ -f tests/deploy/package.json ] && npm ci --prefix tests/deploy --no-audit --no-fund --loglevel=error
 scripts/setup-build.sh
+# The request-parsing fuzzer (clang, ASan+UBSan) for a bounded time over the committed corpus; a crash fails
+# the run. Before ctest, so that ctest's summary is the last thing printed.
+echo "test.sh: fuzzing request parsing for 30 s"
+fuzz/run_fuzz.sh 30 2>&1 | tail -n 20
 exclude=()
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "test.sh: GPU found: running the gpu-labelled tests too"

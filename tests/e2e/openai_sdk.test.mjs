@@ -331,20 +331,32 @@ describe('server options', () => {
     // Each window is slowed to 20 ms so that eight 48-token requests (four slots) outlive the SIGTERM.
     const s = await startServer(['--shutdown-timeout', '60', '--enable-debug-faults',
       '--debug-faults', 'slow@every=1:ms=20']);
-    const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0, timeout: 120000 });
-    const running = Array.from({ length: 8 }, (_, i) =>
-      c.chat.completions.create({ messages, max_tokens: 48, ignore_eos: true, seed: i, temperature: 0.7 }));
-    // SIGTERM only once the engine holds all eight (running or queued): those are the accepted ones.
-    const held = async () => {
-      const text = await (await fetch(`${s.url}/metrics`)).text();
-      const gauge = (name) => Number((text.match(new RegExp(`^${name} (\\S+)$`, 'm')) || [0, 0])[1]);
-      return gauge('strata_requests_running') + gauge('strata_requests_waiting');
-    };
-    for (let i = 0; i < 200 && (await held()) < 8; ++i) await new Promise((r) => setTimeout(r, 25));
-    assert.equal(await held(), 8, 'all eight requests reached the engine before SIGTERM');
-    const stopped = s.stop();
-    const results = await Promise.all(running);
-    for (const r of results) assert.equal(r.usage.completion_tokens, 48);
-    assert.equal((await stopped).code, 0);
+    let stopped = null;
+    try {
+      const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0, timeout: 120000 });
+      const running = Array.from({ length: 8 }, (_, i) =>
+        c.chat.completions.create({ messages, max_tokens: 48, ignore_eos: true, seed: i, temperature: 0.7 }));
+      const settled = Promise.allSettled(running);
+      // SIGTERM only once the engine holds all eight (running or queued): those are the accepted ones.
+      const held = async () => {
+        const text = await (await fetch(`${s.url}/metrics`)).text();
+        const gauge = (name) => Number((text.match(new RegExp(`^${name} (\\S+)$`, 'm')) || [0, 0])[1]);
+        return gauge('strata_requests_running') + gauge('strata_requests_waiting');
+      };
+      let done = false;
+      settled.then(() => { done = true; });
+      let n = 0;
+      for (let i = 0; i < 800 && !done && (n = await held()) < 8; ++i) await new Promise((r) => setTimeout(r, 25));
+      if (n < 8) {
+        const early = (await settled).map((r) => (r.status === 'fulfilled' ? 'ok' : String(r.reason)));
+        assert.fail(`only ${n} of 8 requests reached the engine before they ended: ${early.join('; ')}`);
+      }
+      stopped = s.stop();
+      const results = await Promise.all(running);
+      for (const r of results) assert.equal(r.usage.completion_tokens, 48);
+      assert.equal((await stopped).code, 0);
+    } finally {
+      if (!stopped) await s.stop();
+    }
   });
 });
