@@ -2,14 +2,14 @@
 
 namespace strata::utf8 {
 
-size_t sequence_length(std::string_view s, size_t pos) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data()) + pos;
-  const size_t left = s.size() - pos;
-  const unsigned char b0 = p[0];
-  if (b0 < 0x80) return 1;
-  // Second-byte ranges per Unicode Table 3-7: they exclude overlongs, surrogates and > U+10FFFF.
-  unsigned char lo = 0x80, hi = 0xBF;
-  size_t n;
+namespace {
+
+// What a lead byte allows, per Unicode Table 3-7: the sequence length and the range of the second byte
+// (narrowed for E0/ED/F0/F4 so that overlongs, surrogates and code points past U+10FFFF are excluded).
+// Returns false for a byte that cannot start a multi-byte sequence.
+bool lead_byte_rule(unsigned char b0, size_t& n, unsigned char& lo, unsigned char& hi) {
+  lo = 0x80;
+  hi = 0xBF;
   if (b0 >= 0xC2 && b0 <= 0xDF) {
     n = 2;
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
@@ -21,8 +21,21 @@ size_t sequence_length(std::string_view s, size_t pos) {
     if (b0 == 0xF0) lo = 0x90;
     if (b0 == 0xF4) hi = 0x8F;
   } else {
-    return 0;
+    return false;
   }
+  return true;
+}
+
+}  // namespace
+
+size_t sequence_length(std::string_view s, size_t pos) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data()) + pos;
+  const size_t left = s.size() - pos;
+  const unsigned char b0 = p[0];
+  if (b0 < 0x80) return 1;
+  size_t n;
+  unsigned char lo, hi;
+  if (!lead_byte_rule(b0, n, lo, hi)) return 0;
   if (left < n) return 0;
   if (p[1] < lo || p[1] > hi) return 0;
   for (size_t k = 2; k < n; ++k)
@@ -81,20 +94,8 @@ static size_t maximal_subpart(std::string_view s, size_t pos) {
   const size_t left = s.size() - pos;
   const unsigned char b0 = p[0];
   size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    n = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    n = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    n = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 1;
-  }
+  unsigned char lo, hi;
+  if (!lead_byte_rule(b0, n, lo, hi)) return 1;
   size_t k = 1;
   if (k < left && p[k] >= lo && p[k] <= hi) {
     ++k;
