@@ -116,12 +116,7 @@ RouteResponse chat_whole(const RouteEnv& env, ChatPlan& p, GenerationJob& job, c
 }
 
 // Shared by the stream function's copies; owns the job so the engine work lives as long as the stream.
-struct ChatStream {
-  const RouteEnv* env;
-  ChatPlan plan;
-  std::unique_ptr<GenerationJob> job;
-  CallContext call;
-};
+using ChatStream = GenerationStream<ChatPlan>;
 
 int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>& write) {
   const RouteEnv& env = *s.env;
@@ -193,16 +188,8 @@ RouteResponse chat_completions_route(const RouteEnv& env, const nlohmann::json& 
   ChatPlan p = plan_chat(env, body, call);
   int logprobs = p.req.logprobs ? p.req.top_logprobs : -1;
   auto job = std::make_unique<GenerationJob>(make_requests(env, p.req.gen, p.prompt, logprobs, false, p.header.id, 0));
-  if (auto err = job->submit(*env.engine)) return error_response(*err);
-  if (!p.req.gen.stream) return chat_whole(env, p, *job, call);
-  auto s = std::make_shared<ChatStream>();
-  s->env = &env;
-  s->plan = std::move(p);
-  s->job = std::move(job);
-  s->call = call;
-  RouteResponse r;
-  r.stream = [s](const std::function<bool(const std::string&)>& write) { return run_chat_stream(*s, write); };
-  return r;
+  const bool stream = p.req.gen.stream;
+  return answer_generation(env, std::move(p), std::move(job), call, stream, chat_whole, run_chat_stream);
 }
 
 }  // namespace strata

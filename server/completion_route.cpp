@@ -130,12 +130,7 @@ RouteResponse completion_whole(const RouteEnv& env, CompletionPlan& p, Generatio
   return json_response(completion_json(p.header, choices, usage_json(usage_prompt_tokens(p), completion)));
 }
 
-struct CompletionStream {
-  const RouteEnv* env;
-  CompletionPlan plan;
-  std::unique_ptr<GenerationJob> job;
-  CallContext call;
-};
+using CompletionStream = GenerationStream<CompletionPlan>;
 
 int run_completion_stream(CompletionStream& s, const std::function<bool(const std::string&)>& write) {
   const RouteEnv& env = *s.env;
@@ -218,16 +213,8 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
 RouteResponse completions_route(const RouteEnv& env, const nlohmann::json& body, const CallContext& call) {
   CompletionPlan p = plan_completion(env, body);
   auto job = make_job(env, p);
-  if (auto err = job->submit(*env.engine)) return error_response(*err);
-  if (!p.req.gen.stream) return completion_whole(env, p, *job, call);
-  auto s = std::make_shared<CompletionStream>();
-  s->env = &env;
-  s->plan = std::move(p);
-  s->job = std::move(job);
-  s->call = call;
-  RouteResponse r;
-  r.stream = [s](const std::function<bool(const std::string&)>& write) { return run_completion_stream(*s, write); };
-  return r;
+  const bool stream = p.req.gen.stream;
+  return answer_generation(env, std::move(p), std::move(job), call, stream, completion_whole, run_completion_stream);
 }
 
 }  // namespace strata

@@ -10,6 +10,7 @@
 
 #include "engine/core/request.hpp"
 #include "server/openai/responses.hpp"
+#include "server/generation_job.hpp"
 #include "server/route.hpp"
 
 namespace strata {
@@ -42,5 +43,31 @@ RouteResponse unfinished_response(const RouteEnv& env);
 // An engine error or a cancellation we did not ask for, as the client should see it.
 ApiError finish_error(const FinishEvent& f);
 bool is_failure(const FinishEvent& f);
+
+// The state an SSE stream keeps alive while it runs: the route's plan and its engine job.
+template <class Plan>
+struct GenerationStream {
+  const RouteEnv* env = nullptr;
+  Plan plan;
+  std::unique_ptr<GenerationJob> job;
+  CallContext call;
+};
+
+// The last step both generation routes share: submit the job, then answer whole (`whole(env, plan, job,
+// call)`) or hand the plan and job to a stream (`run(stream, write)`) that owns them until it ends.
+template <class Plan, class Whole, class Run>
+RouteResponse answer_generation(const RouteEnv& env, Plan plan, std::unique_ptr<GenerationJob> job,
+                                const CallContext& call, bool stream, Whole whole, Run run) {
+  if (auto err = job->submit(*env.engine)) return error_response(*err);
+  if (!stream) return whole(env, plan, *job, call);
+  auto s = std::make_shared<GenerationStream<Plan>>();
+  s->env = &env;
+  s->plan = std::move(plan);
+  s->job = std::move(job);
+  s->call = call;
+  RouteResponse r;
+  r.stream = [s, run](const std::function<bool(const std::string&)>& write) { return run(*s, write); };
+  return r;
+}
 
 }  // namespace strata
