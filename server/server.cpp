@@ -9,7 +9,11 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -33,6 +37,7 @@ struct HttpServer::Impl {
   ServingContext& ctx;
   httplib::Server svr;
   std::thread listener;
+  std::atomic<int> listen_fd{-1};  // the bound listening socket (see start())
   int bound_port = -1;
   std::atomic<bool> draining{false};
   std::atomic<bool> aborting{false};
@@ -342,6 +347,15 @@ void HttpServer::start() {
   m.svr.set_keep_alive_timeout(5);
   m.svr.set_read_timeout(30);
   m.svr.set_write_timeout(30);
+  // Our own listening-socket setup: httplib 0.11 listens with a backlog of 5, so a burst of new connections
+  // beyond it waits for SYN retransmits (a second or more each), and it sets SO_REUSEPORT, so a second
+  // server on the same port would silently share it. SO_REUSEADDR only, and a real backlog once bound.
+  std::atomic<int>* fd = &m.listen_fd;
+  m.svr.set_socket_options([fd](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    fd->store(sock);  // httplib binds the last socket it prepared, or closes it and fails
+  });
   if (m.opt.port == 0) {
     m.bound_port = m.svr.bind_to_any_port(m.opt.host);
     if (m.bound_port <= 0) throw Error("cannot bind a free port on host '" + m.opt.host + "'");
@@ -350,6 +364,9 @@ void HttpServer::start() {
       throw Error("cannot bind " + m.opt.host + ":" + std::to_string(m.opt.port) + " (in use, or not an address of this host)");
     m.bound_port = m.opt.port;
   }
+  // Linux lets listen() on a listening socket change its backlog (the kernel caps it at somaxconn).
+  if (m.listen_fd.load() >= 0 && ::listen(m.listen_fd.load(), 1024) != 0)
+    spdlog::warn("could not raise the listen backlog: {}", std::strerror(errno));
   m.current_env();
   m.listener = std::thread([&m] { m.svr.listen_after_bind(); });
   // httplib's stop() does nothing until the listener thread has marked the server running, so a signal
