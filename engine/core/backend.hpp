@@ -42,6 +42,15 @@ struct BackendInfo {
   int max_context = 0;     // positions per slot
   int vocab_size = 0;
   int max_window_rows = 0; // the largest window one call accepts
+  // Paged KV (0 everywhere: the backend is not paged, each slot owns max_context positions). The pool of
+  // kv_blocks blocks of kv_block_size positions is shared by all slots; a window that needs more blocks
+  // than are free throws KvExhausted before any state changes.
+  int kv_block_size = 0;
+  int kv_blocks = 0;
+  int kv_free_blocks = 0;          // allocatable now (never used, released, or cached and unreferenced)
+  uint64_t kv_prefix_lookups = 0;  // prompt blocks looked up in the prefix cache (attach_prefix)
+  uint64_t kv_prefix_hits = 0;     // of those, blocks reused
+  uint64_t kv_evictions = 0;       // cached blocks evicted to make room
 };
 
 class Backend {
@@ -55,6 +64,14 @@ class Backend {
   virtual void close_slot(SlotId slot) = 0;
   // Sampling settings used for this slot's picks from now on (penalty history is the slot's own rows).
   virtual void set_sampling(SlotId slot, const SamplingParams& params) = 0;
+  // Prefix caching: a freshly opened slot starts from the longest cached run of `prompt`'s full KV blocks
+  // (always leaving at least one token to run) and returns its length; the engine feeds the rest. The
+  // default (a backend without a prefix cache) returns 0.
+  virtual int attach_prefix(SlotId slot, const std::vector<TokenId>& prompt) {
+    (void)slot;
+    (void)prompt;
+    return 0;
+  }
 
   // Runs the window through all layers. Throws strata::Error on a bad window (unknown slot, position gap,
   // past capacity) or a device fault; the engine turns that into request errors.

@@ -19,6 +19,9 @@ class FaultyBackend : public Backend {
   void reset_slot(SlotId slot) override { inner_->reset_slot(slot); }
   void close_slot(SlotId slot) override { inner_->close_slot(slot); }
   void set_sampling(SlotId slot, const SamplingParams& p) override { inner_->set_sampling(slot, p); }
+  int attach_prefix(SlotId slot, const std::vector<TokenId>& prompt) override {
+    return inner_->attach_prefix(slot, prompt);
+  }
   void commit(SlotId slot, int n_keep) override { inner_->commit(slot, n_keep); }
 
   std::vector<RowResult> run_window(const Window& window) override {

@@ -34,4 +34,10 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A window needs more KV blocks than the backend's pool can supply. Raised before anything changes, so the
+// engine can preempt a request and run the window again.
+struct KvExhausted : Error {
+  using Error::Error;
+};
+
 }  // namespace strata

@@ -17,11 +17,12 @@ namespace strata {
 
 namespace {
 
-// A slot's KV cache, [layer][position][kv_dim], left uninitialized: a cell is always written by its row
-// before any row reads it, and untouched pages of a long context then cost no memory. Allocated when the
-// slot is first opened, then kept for its next tenant.
-struct SlotCache {
+// The KV pool, [layer][cell][kv_dim] with cell = block * block_size + offset (SlotBook::physical_cell),
+// left uninitialized: a cell is always written by its row before any row reads it, and pages no block has
+// touched yet cost no memory.
+struct KvArena {
   std::unique_ptr<float[]> k, v;
+  size_t layer_stride = 0;  // floats per layer
 };
 
 }  // namespace
@@ -35,7 +36,7 @@ struct CpuBackend::Impl {
   cpu::MatmulKernel matmul_kernel;
   cpu::DotKernel dot;
   SlotBook book;
-  std::vector<SlotCache> caches;  // caches[s] belongs to book slot s
+  KvArena kv;
   int q_dim, kv_dim, qkv_dim;
 
   Impl(const Model& m, CpuBackendOptions o)
@@ -46,11 +47,23 @@ struct CpuBackend::Impl {
         pool(o.threads),
         matmul_kernel(cpu::best_matmul_kernel()),
         dot(cpu::best_dot_kernel()),
-        book(SlotLimits{o.max_slots, o.max_context, m.config.vocab_size, std::max(o.max_context, o.max_slots)}),
-        caches(size_t(o.max_slots)) {
+        book(SlotLimits{o.max_slots, o.max_context, m.config.vocab_size, std::max(o.max_context, o.max_slots)},
+             KvPoolLimits{o.kv_block_size, o.kv_blocks, o.prefix_caching}) {
     q_dim = cfg.num_heads * cfg.head_dim;
     kv_dim = cfg.num_kv_heads * cfg.head_dim;
     qkv_dim = q_dim + 2 * kv_dim;
+    const size_t cells = size_t(book.total_blocks()) * size_t(book.block_size());
+    kv.layer_stride = cells * size_t(kv_dim);
+    const size_t floats = size_t(cfg.num_layers) * kv.layer_stride;
+    try {
+      kv.k.reset(new float[floats]);
+      kv.v.reset(new float[floats]);
+    } catch (const std::bad_alloc&) {
+      kv.k.reset();
+      throw Error("cpu backend: cannot allocate the KV cache (" + std::to_string(2 * floats * sizeof(float) >> 20) +
+                  " MiB for " + std::to_string(book.total_blocks()) + " blocks of " +
+                  std::to_string(book.block_size()) + " positions)");
+    }
   }
 
   // Y[rows][out] = X[rows][in] * W^T, parallel over output columns: each element has one owner.
@@ -85,7 +98,8 @@ struct CpuBackend::Impl {
     for (int r = 0; r < T; ++r)
       std::copy_n(w.embed.data() + size_t(win.rows[size_t(r)].token) * H, H, x.data() + size_t(r) * H);
 
-    const size_t layer_stride = size_t(opts.max_context) * kv_dim;
+    const size_t layer_stride = kv.layer_stride;
+    const int bs = book.block_size();
     const int group = cfg.num_heads / cfg.num_kv_heads;
     const float scale = 1.0f / std::sqrt(float(HD));
     for (int l = 0; l < cfg.num_layers; ++l) {
@@ -105,12 +119,13 @@ struct CpuBackend::Impl {
         }
         rope.apply(q, cfg.num_heads, row.pos);
         rope.apply(k, cfg.num_kv_heads, row.pos);
-        SlotCache& sl = caches[size_t(row.slot)];
-        std::copy_n(k, kv_dim, &sl.k[l * layer_stride + size_t(row.pos) * kv_dim]);
-        std::copy_n(v, kv_dim, &sl.v[l * layer_stride + size_t(row.pos) * kv_dim]);
+        const size_t cell = size_t(book.physical_cell(row.slot, row.pos));
+        std::copy_n(k, kv_dim, &kv.k[l * layer_stride + cell * kv_dim]);
+        std::copy_n(v, kv_dim, &kv.v[l * layer_stride + cell * kv_dim]);
       }
-      // Attention per (row, head): every cache position <= the row's, summed in position order, so a row's
-      // result is the same whatever else is in the window.
+      // Attention per (row, head): every cache position <= the row's, summed in position order (block by
+      // block through the slot's table, which visits positions in the same order), so a row's result is the
+      // same whatever else is in the window and wherever its blocks live.
       int64_t attn_work = 0;
       for (const Row& row : win.rows) attn_work += int64_t(row.pos + 1) * cfg.num_heads * HD;
       auto attend = [&](int b, int e) {
@@ -118,14 +133,19 @@ struct CpuBackend::Impl {
         for (int task = b; task < e; ++task) {
           const int r = task / cfg.num_heads, h = task % cfg.num_heads, g = h / group;
           const Row& row = win.rows[size_t(r)];
-          const SlotCache& sl = caches[size_t(row.slot)];
+          const std::vector<int32_t>& table = book.block_table(row.slot);
           const float* q = &qkv[size_t(r) * qkv_dim + size_t(h) * HD];
-          const float* K = &sl.k[l * layer_stride + size_t(g) * HD];
-          const float* V = &sl.v[l * layer_stride + size_t(g) * HD];
+          const float* K = &kv.k[l * layer_stride + size_t(g) * HD];
+          const float* V = &kv.v[l * layer_stride + size_t(g) * HD];
+          const int n = row.pos + 1;
           float m = -INFINITY;
-          for (int t = 0; t <= row.pos; ++t) {
-            score[size_t(t)] = dot(q, K + size_t(t) * kv_dim, HD) * scale;
-            m = std::max(m, score[size_t(t)]);
+          for (int t0 = 0; t0 < n; t0 += bs) {
+            const float* Kb = K + size_t(table[size_t(t0 / bs)]) * size_t(bs) * kv_dim;
+            const int e = std::min(bs, n - t0);
+            for (int j = 0; j < e; ++j) {
+              score[size_t(t0 + j)] = dot(q, Kb + size_t(j) * kv_dim, HD) * scale;
+              m = std::max(m, score[size_t(t0 + j)]);
+            }
           }
           float sum = 0.0f;
           for (int t = 0; t <= row.pos; ++t) {
@@ -134,10 +154,14 @@ struct CpuBackend::Impl {
           }
           float* o = &att[size_t(r) * q_dim + size_t(h) * HD];
           std::fill_n(o, HD, 0.0f);
-          for (int t = 0; t <= row.pos; ++t) {
-            const float p = score[size_t(t)];
-            const float* vt = V + size_t(t) * kv_dim;
-            for (int d = 0; d < HD; ++d) o[d] += p * vt[d];
+          for (int t0 = 0; t0 < n; t0 += bs) {
+            const float* Vb = V + size_t(table[size_t(t0 / bs)]) * size_t(bs) * kv_dim;
+            const int e = std::min(bs, n - t0);
+            for (int j = 0; j < e; ++j) {
+              const float p = score[size_t(t0 + j)];
+              const float* vt = Vb + size_t(j) * kv_dim;
+              for (int d = 0; d < HD; ++d) o[d] += p * vt[d];
+            }
           }
           const float inv = 1.0f / sum;
           for (int d = 0; d < HD; ++d) o[d] *= inv;
@@ -193,6 +217,9 @@ CpuBackend::CpuBackend(const Model& model, CpuBackendOptions o) {
   if (o.max_context > (1 << 22))
     throw Error("cpu backend: max_context " + std::to_string(o.max_context) + " is above the supported 4194304");
   if (o.max_slots > 4096) throw Error("cpu backend: max_slots " + std::to_string(o.max_slots) + " is above 4096");
+  if (o.kv_block_size < 1 || o.kv_block_size > 4096)
+    throw Error("cpu backend: kv_block_size must be within [1, 4096], found " + std::to_string(o.kv_block_size));
+  if (o.kv_blocks < 0) throw Error("cpu backend: kv_blocks must not be negative, found " + std::to_string(o.kv_blocks));
   if (!model.checkpoint) throw Error("cpu backend: model has no checkpoint");
   impl_ = std::make_unique<Impl>(model, o);
 }
@@ -206,25 +233,19 @@ BackendInfo CpuBackend::info() const {
   i.max_context = impl_->opts.max_context;
   i.vocab_size = impl_->cfg.vocab_size;
   i.max_window_rows = impl_->book.limits().max_window_rows;
+  const KvPoolStats st = impl_->book.pool_stats();
+  i.kv_block_size = impl_->book.block_size();
+  i.kv_blocks = st.total;
+  i.kv_free_blocks = st.free;
+  i.kv_prefix_lookups = st.lookups;
+  i.kv_prefix_hits = st.hits;
+  i.kv_evictions = st.evictions;
   return i;
 }
 
 SlotId CpuBackend::open_slot() {
   const SlotId s = impl_->book.find_free();
   if (s == kNoSlot) return kNoSlot;
-  SlotCache& sl = impl_->caches[size_t(s)];
-  if (!sl.k) {
-    const size_t cells = size_t(impl_->cfg.num_layers) * impl_->opts.max_context * impl_->kv_dim;
-    try {
-      sl.k.reset(new float[cells]);
-      sl.v.reset(new float[cells]);
-    } catch (const std::bad_alloc&) {
-      sl.k.reset();
-      throw Error("cpu backend: cannot allocate the KV cache of a slot (" +
-                  std::to_string(2 * cells * sizeof(float) >> 20) + " MiB for max_context " +
-                  std::to_string(impl_->opts.max_context) + ")");
-    }
-  }
   impl_->book.open(s);
   return s;
 }
@@ -232,6 +253,9 @@ SlotId CpuBackend::open_slot() {
 void CpuBackend::reset_slot(SlotId s) { impl_->book.reset(s); }
 void CpuBackend::close_slot(SlotId s) { impl_->book.close(s); }
 void CpuBackend::set_sampling(SlotId s, const SamplingParams& p) { impl_->book.set_sampling(s, p); }
+int CpuBackend::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
+  return impl_->book.attach_prefix(s, prompt);
+}
 std::vector<RowResult> CpuBackend::run_window(const Window& window) { return impl_->run(window); }
 void CpuBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
 

@@ -1,5 +1,6 @@
 // The CPU reference backend: fp32 weights and accumulation, one fixed summation order per output element
-// (dot.hpp), a per-slot KV cache of max_context positions. It is the reference the CUDA backend is compared
+// (dot.hpp), a paged KV cache: one pool of fixed-size blocks shared by every slot through its block table
+// (engine/slots), with automatic prefix caching. It is the reference the CUDA backend is compared
 // against, so it favours exactness and clarity; its matmuls are still vectorized and multithreaded.
 #pragma once
 #include <memory>
@@ -16,6 +17,11 @@ struct CpuBackendOptions {
   // Precision of the RoPE frequencies. F32 is what transformers uses for a loaded checkpoint; F16/BF16
   // reproduce a reference that cast the whole module (rotary buffer included) to half precision and back.
   DType rope_freq_dtype = DType::F32;
+  // Paged KV: blocks of kv_block_size positions; kv_blocks 0 = max_slots * ceil(max_context / kv_block_size),
+  // the memory of every slot holding its whole context. A smaller pool lets more slots share less memory.
+  int kv_blocks = 0;
+  int kv_block_size = 16;
+  bool prefix_caching = true;
 };
 
 class CpuBackend : public Backend {
@@ -29,6 +35,7 @@ class CpuBackend : public Backend {
   void reset_slot(SlotId slot) override;
   void close_slot(SlotId slot) override;
   void set_sampling(SlotId slot, const SamplingParams& params) override;
+  int attach_prefix(SlotId slot, const std::vector<TokenId>& prompt) override;
   // Rows of one slot must be at consecutive positions starting at the slot's committed length; a bad window
   // (unknown slot, position gap, past capacity, token outside the vocabulary, too many rows) throws
   // strata::Error before any state changes.

@@ -1,11 +1,29 @@
 #include "engine/slots/slot_book.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
 namespace strata {
 
 SlotBook::SlotBook(SlotLimits limits) : limits_(limits), slots_(size_t(limits.slots > 0 ? limits.slots : 0)) {}
+
+SlotBook::SlotBook(SlotLimits limits, KvPoolLimits pool) : SlotBook(limits) {
+  if (pool.block_size < 1 || pool.block_size > (1 << 16))
+    throw Error("kv cache: block_size must be within [1, 65536], found " + std::to_string(pool.block_size));
+  if (pool.num_blocks < 0)
+    throw Error("kv cache: num_blocks must not be negative, found " + std::to_string(pool.num_blocks));
+  if (pool.num_blocks == 0) {
+    const int64_t per_slot = (int64_t(limits.max_context) + pool.block_size - 1) / pool.block_size;
+    const int64_t n = per_slot * std::max(limits.slots, 1);
+    if (n > (int64_t(1) << 30))
+      throw Error("kv cache: " + std::to_string(n) + " blocks of " + std::to_string(pool.block_size) +
+                  " positions are too many; use a larger block_size or fewer slots");
+    pool.num_blocks = int(n);
+  }
+  pool_ = KvBlockPool(pool);
+  paged_ = true;
+}
 
 bool SlotBook::is_open(SlotId s) const { return s >= 0 && s < int(slots_.size()) && slots_[size_t(s)].open; }
 
@@ -29,10 +47,15 @@ void SlotBook::open(SlotId s) {
   sl.tokens.clear();
   sl.params = SamplingParams{};
   sl.last_window = -1;
+  sl.table.clear();
+  sl.published = 0;
+  sl.chain_ok = true;
+  sl.tail = KvBlockPool::root();
 }
 
 void SlotBook::reset(SlotId s) {
   Slot& sl = open_ref(s, "reset_slot");
+  drop_blocks(sl);
   sl.committed = 0;
   sl.tokens.clear();
   sl.last_window = -1;
@@ -40,6 +63,7 @@ void SlotBook::reset(SlotId s) {
 
 void SlotBook::close(SlotId s) {
   Slot& sl = open_ref(s, "close_slot");
+  drop_blocks(sl);
   sl.open = false;
   sl.committed = 0;
   sl.tokens.clear();
@@ -83,9 +107,40 @@ void SlotBook::check(const Window& win) const {
   }
 }
 
+int SlotBook::blocks_needed(const Window& win) const {
+  if (!paged_) return 0;
+  std::map<SlotId, int> end;  // one past each slot's last position in the window
+  for (const Row& r : win.rows) {
+    int& e = end[r.slot];
+    e = std::max(e, r.pos + 1);
+  }
+  const int bs = pool_.block_size();
+  int need = 0;
+  for (const auto& [slot, e] : end) {
+    const int have = int(slots_[size_t(slot)].table.size());
+    need += std::max(0, (e + bs - 1) / bs - have);
+  }
+  return need;
+}
+
 void SlotBook::accept(const Window& win) {
   check(win);
   if (win.rows.empty()) return;
+  if (paged_) {
+    const int need = blocks_needed(win);
+    if (need > pool_.available())
+      throw KvExhausted("kv cache: the window needs " + std::to_string(need) + " more blocks of " +
+                        std::to_string(pool_.block_size()) + " positions but only " +
+                        std::to_string(pool_.available()) + " of " + std::to_string(pool_.num_blocks()) +
+                        " are free");
+    const int bs = pool_.block_size();
+    for (const Row& r : win.rows) {
+      Slot& sl = slots_[size_t(r.slot)];
+      // The slot's positions before this window are final now (commit() only trims the last window).
+      if (r.pos == sl.committed) publish_full_blocks(sl);
+      while (int(sl.table.size()) * bs < r.pos + 1) sl.table.push_back(pool_.allocate());
+    }
+  }
   // Rows of one slot arrive in position order from its committed length (check() holds it), so each row
   // extends its slot's history by one token and the first row of a slot marks where commit() trims from.
   ++window_seq_;
@@ -113,6 +168,71 @@ void SlotBook::commit(SlotId s, int n_keep) {
   sl.committed = sl.last_first + n_keep;
   sl.tokens.resize(size_t(sl.committed));
   sl.last_count = n_keep;
+  trim_blocks(sl);
+}
+
+int SlotBook::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
+  Slot& sl = open_ref(s, "attach_prefix");
+  if (sl.committed != 0 || !sl.table.empty())
+    throw Error("attach_prefix: slot " + std::to_string(s) + " already has " + std::to_string(sl.committed) +
+                " positions");
+  if (!paged_ || !pool_.prefix_caching() || prompt.empty()) return 0;
+  const int bs = pool_.block_size();
+  const int asked = std::min(int((prompt.size() - 1) / size_t(bs)), (limits_.max_context - 1) / bs);
+  KvBlockRef parent = KvBlockPool::root();
+  int hit = 0;
+  while (hit < asked) {
+    KvBlockRef ref = pool_.match(parent, prompt.data() + size_t(hit) * size_t(bs));
+    if (ref.block < 0) break;
+    sl.table.push_back(ref.block);
+    parent = ref;
+    ++hit;
+  }
+  pool_.count_lookups(asked, hit);
+  sl.committed = hit * bs;
+  sl.tokens.assign(prompt.begin(), prompt.begin() + sl.committed);
+  sl.published = hit;
+  sl.tail = parent;
+  sl.last_window = -1;
+  return sl.committed;
+}
+
+void SlotBook::publish_full_blocks(Slot& sl) {
+  if (!paged_ || !pool_.prefix_caching() || !sl.chain_ok) return;
+  const int bs = pool_.block_size();
+  const int full = sl.committed / bs;
+  while (sl.published < full) {
+    const size_t i = size_t(sl.published);
+    KvBlockRef ref = pool_.publish(sl.table[i], sl.tail, sl.tokens.data() + i * size_t(bs));
+    if (ref.block < 0) {  // the key belongs to other contents: this chain stays private from here on
+      sl.chain_ok = false;
+      return;
+    }
+    sl.table[i] = ref.block;
+    sl.tail = ref;
+    ++sl.published;
+  }
+}
+
+void SlotBook::trim_blocks(Slot& sl) {
+  if (!paged_) return;
+  const int bs = pool_.block_size();
+  const size_t keep = size_t((sl.committed + bs - 1) / bs);
+  while (sl.table.size() > keep) {
+    pool_.release(sl.table.back());
+    sl.table.pop_back();
+  }
+}
+
+void SlotBook::drop_blocks(Slot& sl) {
+  if (!paged_) return;
+  publish_full_blocks(sl);
+  // Tail first: the LRU list then evicts a sequence's last blocks before the prefix others may share.
+  for (auto it = sl.table.rbegin(); it != sl.table.rend(); ++it) pool_.release(*it);
+  sl.table.clear();
+  sl.published = 0;
+  sl.chain_ok = true;
+  sl.tail = KvBlockPool::root();
 }
 
 void SlotBook::forget_last_window() {

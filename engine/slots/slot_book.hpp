@@ -3,6 +3,20 @@
 // commit() may trim. Backends keep only their device state (KV cells, graphs) beside it, so the window rules
 // and their messages are one piece of code and the engine treats every backend alike.
 //
+// Paged KV (the constructor with KvPoolLimits): the book also owns the pool of KV blocks (kv_blocks.hpp) and
+// a block table per slot; position p of a slot lives in cell physical_cell(slot, p) =
+// block_table[p / block_size] * block_size + p % block_size. A slot's table always covers exactly
+// [0, committed) rounded up to whole blocks. accept() reserves the blocks the window's rows write (or throws
+// KvExhausted, changing nothing); commit(), reset() and close() hand back blocks past the kept length. With
+// prefix caching on, every full block of a slot's final history (positions before the last window, or all
+// of it at reset/close) is published in the prefix cache, and attach_prefix() lets a fresh slot start from
+// the longest cached run of a prompt's full blocks. A shared block is never written: a slot only writes at
+// positions >= its committed length, which always starts a block it alone holds or continues one that is
+// not yet full (and so not cached).
+//
+// Not paged (the SlotLimits-only constructor): no pool and no block tables; everything below behaves as
+// before paging existed and the paged queries answer 0 / empty.
+//
 // Invariant it keeps for its backend: accept() validates a whole window before it changes anything, so a
 // rejected window leaves every slot as it was. Cells past a slot's committed length are never read before
 // the backend's next window writes them (each row writes its own cell before any row attends to it), which
@@ -13,6 +27,7 @@
 #include "engine/core/backend.hpp"
 #include "engine/core/types.hpp"
 #include "engine/sampling/sampler.hpp"
+#include "engine/slots/kv_blocks.hpp"
 
 namespace strata {
 
@@ -27,7 +42,10 @@ struct SlotLimits {
 class SlotBook {
  public:
   SlotBook() = default;  // no slots: a backend that learns its capacity late assigns a real book then
-  explicit SlotBook(SlotLimits limits);
+  explicit SlotBook(SlotLimits limits);  // not paged
+  // Paged: pool.num_blocks 0 means slots * ceil(max_context / block_size) blocks (every slot can fill its
+  // whole context at once). Throws strata::Error on bad limits.
+  SlotBook(SlotLimits limits, KvPoolLimits pool);
 
   const SlotLimits& limits() const { return limits_; }
 
@@ -59,6 +77,30 @@ class SlotBook {
   int committed(SlotId slot) const { return slots_[size_t(slot)].committed; }
   bool is_open(SlotId slot) const;
 
+  // ---- paged KV (all answer 0 / empty when the book is not paged) ----
+  bool paged() const { return paged_; }
+  int block_size() const { return paged_ ? pool_.block_size() : 0; }
+  int total_blocks() const { return paged_ ? pool_.num_blocks() : 0; }
+  int free_blocks() const { return paged_ ? pool_.available() : 0; }  // allocatable now (free or evictable)
+  KvPoolStats pool_stats() const { return paged_ ? pool_.stats() : KvPoolStats{}; }
+  const KvBlockPool& pool() const { return pool_; }
+  // Physical block ids of positions [0, committed) rounded up to whole blocks, in position order.
+  const std::vector<int32_t>& block_table(SlotId slot) const { return slots_[size_t(slot)].table; }
+  // The cell index of (slot, pos) in a [cell][...] array of num_blocks * block_size cells; pos must be
+  // covered by the slot's table (any position of a row of the last accepted window is).
+  int64_t physical_cell(SlotId slot, int pos) const {
+    const int bs = pool_.block_size();
+    return int64_t(slots_[size_t(slot)].table[size_t(pos / bs)]) * bs + pos % bs;
+  }
+  // A freshly opened (or reset) slot with no positions starts from the longest run of `prompt`'s full blocks
+  // found in the prefix cache, capped so at least one token of `prompt` is left to run (its row makes the
+  // next pick). Sets the slot's committed length and history to that run and returns its length; 0 when
+  // nothing matched, when prefix caching is off, or when the book is not paged. Throws strata::Error if the
+  // slot is not open or already has positions.
+  int attach_prefix(SlotId slot, const std::vector<TokenId>& prompt);
+  // Blocks a window would have to take from the pool (after check()); 0 when not paged.
+  int blocks_needed(const Window& window) const;
+
  private:
   struct Slot {
     bool open = false;
@@ -67,12 +109,21 @@ class SlotBook {
     SamplingParams params;
     long last_window = -1;        // the window whose rows commit() may trim
     int last_first = 0, last_count = 0;
+    std::vector<int32_t> table;   // paged: physical block of each block_size positions
+    int published = 0;            // leading blocks of `table` that are in the prefix cache
+    bool chain_ok = true;         // false after a key collision: later blocks cannot be published
+    KvBlockRef tail = KvBlockPool::root();  // the last published block (the next one's parent)
   };
 
   Slot& open_ref(SlotId slot, const char* what);
   void check(const Window& window) const;
+  void publish_full_blocks(Slot& sl);
+  void trim_blocks(Slot& sl);   // hands back blocks past ceil(committed / block_size)
+  void drop_blocks(Slot& sl);   // publishes what is final, then hands back every block
 
   SlotLimits limits_;
+  bool paged_ = false;
+  KvBlockPool pool_;
   std::vector<Slot> slots_;
   long window_seq_ = 0;
 };
