@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One GPU-machine session: the CUDA tests and the decode/prefill benchmarks on random Llama-3.2-1B and
+# Llama-3.1-8B shaped checkpoints, every log written to $OUT. Binaries are built on the dev machine
+# (scripts/setup-build.sh --cuda on) and carried with their non-CUDA shared libraries:
+#
+#   tools/bench/gpu_session.sh BINDIR [steps...]     steps: info test serve bench1b bench8b (default: all)
+#
+# BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
+# The tests find their fixtures through the source path compiled into them, so that path is linked to here.
+set -uo pipefail
+bin=$(readlink -f "$1"); shift
+steps=${*:-info test serve bench1b bench8b}
+out=${OUT:-/tmp/strata-gpu-out}; mkdir -p "$out"
+libs="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+run() { LD_LIBRARY_PATH="$libs" "$@"; }  # only our binaries see the carried libraries
+export PYTHONUNBUFFERED=1
+src=$(grep -a -o -m1 "/[[:alnum:]/._-]*/tests/data/models" "$bin/test_cuda" | head -1 | sed 's#/tests/data/models$##')
+if [ -n "$src" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+tok=.devcarry/llama3_1
+
+make_model() {  # shape dir
+  [ -f "$2/config.json" ] || python3 tools/bench/random_llama_gpu.py --shape "$1" --out "$2" --tokenizer-dir "$tok"
+}
+
+for step in $steps; do
+  echo "=== $step $(date -u +%T)"
+  case $step in
+    info)
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+      run ldd "$bin/strata" | grep "not found"
+      git rev-parse HEAD 2>/dev/null || true ;;
+    test)
+      run timeout 180 "$bin/test_cuda" -d yes 2>&1 | tee "$out/test_cuda.log" | grep -E "PASSED|FAILED|passed|failed|error|s: " | tail -60 ;;
+    serve)
+      make_model 1b /tmp/llama-1b
+      LD_LIBRARY_PATH="$libs" "$bin/strata" serve --model /tmp/llama-1b --device cuda --port 18080 --max-slots 8 --ctx-size 4096 >"$out/serve.log" 2>&1 &
+      pid=$!
+      for i in $(seq 120); do curl -sf localhost:18080/ready >/dev/null && break; kill -0 $pid || break; sleep 0.5; done
+      curl -s localhost:18080/v1/completions -H 'content-type: application/json' \
+        -d '{"model":"x","prompt":"Hello, my name is","max_tokens":16,"temperature":0}' | tee "$out/serve_completion.json"
+      echo
+      kill $pid; wait $pid; tail -20 "$out/serve.log" ;;
+    bench1b)
+      make_model 1b /tmp/llama-1b
+      run timeout 150 "$bin/strata_bench_cuda" --model /tmp/llama-1b --prompt 256 --tokens 256 --prefill 512,4096 2>&1 | tee "$out/bench_1b.log" ;;
+    bench8b)
+      make_model 8b /tmp/llama-8b
+      run timeout 200 "$bin/strata_bench_cuda" --model /tmp/llama-8b --prompt 256 --tokens 256 --prefill 512,4096 2>&1 | tee "$out/bench_8b.log" ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
+echo "=== done $(date -u +%T)"
