@@ -42,6 +42,11 @@ struct BackendFailure {
   std::string what;
 };
 
+// The backend's KV pool could not supply a window's blocks; nothing changed (KvExhausted).
+struct OutOfKv {
+  std::string what;
+};
+
 struct Failure {
   int http_status;
   std::string code;
@@ -69,6 +74,10 @@ struct Engine::Impl {
   EngineOptions opts;
   std::shared_ptr<FaultInjector> faults;
   std::atomic<int> max_context{0}, vocab_size{0}, max_slots{0};
+  // Paged KV, from the backend's info (0: not paged).
+  std::atomic<int> kv_blocks{0}, kv_block_size{0}, kv_free{0};
+  std::atomic<long> n_preemptions{0};
+  uint64_t seen_lookups = 0, seen_hits = 0, seen_evictions = 0;  // of the current backend's counters
 
   // Shared with HTTP threads; guarded by mu.
   mutable std::mutex mu;
@@ -108,6 +117,9 @@ struct Engine::Impl {
       }
     } catch (const Abandoned&) {
       throw;
+    } catch (const KvExhausted& e) {
+      if (!inc.guard.end(ticket)) throw Abandoned{};
+      throw OutOfKv{e.what()};
     } catch (const std::exception& e) {
       if (!inc.guard.end(ticket)) throw Abandoned{};
       throw BackendFailure{e.what()};
@@ -133,7 +145,48 @@ struct Engine::Impl {
     max_context.store(i.max_context);
     vocab_size.store(i.vocab_size);
     max_slots.store(i.max_slots);
+    kv_blocks.store(i.kv_block_size > 0 ? i.kv_blocks : 0);
+    kv_block_size.store(i.kv_block_size > 0 ? i.kv_block_size : 0);
+    kv_free.store(i.kv_block_size > 0 ? i.kv_free_blocks : 0);
+    seen_lookups = i.kv_prefix_lookups;
+    seen_hits = i.kv_prefix_hits;
+    seen_evictions = i.kv_evictions;
     if (opts.metrics) opts.metrics->set_slots(n_busy.load(), i.max_slots);
+  }
+
+  // Engine thread: the pool's state after a change (admission, window, preemption), and the prefix-cache
+  // counters' growth since the last look.
+  void refresh_kv(Incarnation& inc) {
+    if (kv_blocks.load() == 0) return;
+    BackendInfo i = guarded(inc, call("info"), [&] { return inc.backend->info(); });
+    kv_free.store(i.kv_free_blocks);
+    if (opts.metrics) {
+      if (i.kv_prefix_lookups >= seen_lookups && i.kv_prefix_hits >= seen_hits)
+        opts.metrics->prefix_cache(int(i.kv_prefix_lookups - seen_lookups), int(i.kv_prefix_hits - seen_hits));
+      if (i.kv_evictions >= seen_evictions) opts.metrics->prefix_evictions(int(i.kv_evictions - seen_evictions));
+    }
+    seen_lookups = i.kv_prefix_lookups;
+    seen_hits = i.kv_prefix_hits;
+    seen_evictions = i.kv_evictions;
+  }
+
+  int kv_watermark() const {
+    if (opts.kv_watermark_blocks >= 0) return opts.kv_watermark_blocks;
+    return std::max(1, kv_blocks.load() / 100);
+  }
+
+  // Whether a paged backend has room to start `s`: its first chunk's blocks plus the watermark. With nothing
+  // else holding a slot a request always goes in (validate() made sure it fits the whole pool alone).
+  bool kv_room_for(const SlotState& s) const {
+    const int bs = kv_block_size.load();
+    if (bs <= 0) return true;
+    bool others = false;
+    for (const auto& r : running)
+      if (r->slot != kNoSlot) others = true;
+    if (!others) return true;
+    const int first = std::min({s.pending_rows(), opts.prefill_chunk, opts.max_window_tokens});
+    const int need = (first + bs - 1) / bs + kv_watermark();
+    return kv_free.load() >= need;
   }
 
   // ---- finishing requests --------------------------------------------------------------------------
@@ -434,14 +487,17 @@ struct Engine::Impl {
   }
 
   void admit(Incarnation& inc) {
+    refresh_kv(inc);
     while (static_cast<int>(running.size()) < info.max_slots) {
       std::unique_ptr<SlotState> next;
       if (!resume.empty()) {
+        if (!kv_room_for(*resume.front())) break;
         next = std::move(resume.front());
         resume.pop_front();
       } else {
         std::lock_guard<std::mutex> lock(mu);
         if (waiting.empty()) break;
+        if (!kv_room_for(*waiting.front())) break;
         next = std::move(waiting.front());
         waiting.pop_front();
       }
@@ -459,6 +515,16 @@ struct Engine::Impl {
       s.slot = slot;
       n_busy.fetch_add(1);
       configure_sampling(inc, s);
+      // Prompt logprobs need every prompt row's logits, so such a request computes its prompt in full.
+      const bool needs_all_rows = s.req->prompt_logprobs && s.prompt_logprobs_done < s.n_prompt;
+      if (opts.prefix_caching && kv_blocks.load() > 0 && !needs_all_rows && s.n_cached == 0) {
+        int cached = guarded(inc, call("attach_prefix"), [&] { return inc.backend->attach_prefix(slot, s.seq); });
+        if (cached < 0 || cached >= static_cast<int>(s.seq.size()))
+          throw BackendFailure{"backend attached a prefix of " + std::to_string(cached) + " positions to a sequence of " +
+                               std::to_string(s.seq.size())};
+        s.n_cached = cached;
+      }
+      refresh_kv(inc);
       if (!s.draft_k) attach_drafter(s);
       if (!s.admitted_once) {
         s.admitted_once = true;
@@ -567,13 +633,35 @@ struct Engine::Impl {
     if (info.max_window_rows > 0) budget.max_rows = std::min(budget.max_rows, info.max_window_rows);
     budget.prefill_rows = opts.prefill_chunk;
     propose_drafts(inc, live);
-    PlannedWindow plan = plan_window(live, budget);
-    if (plan.window.rows.empty()) return;
-
-    in_call = plan.members;
+    PlannedWindow plan;
+    std::vector<RowResult> results;
     auto t0 = Clock::now();
-    std::vector<RowResult> results =
-        guarded(inc, describe(plan), [&] { return inc.backend->run_window(plan.window); });
+    // A paged backend refuses a window its pool cannot hold (nothing changed); the youngest request then
+    // gives its blocks back and waits to be recomputed, and the window is planned again without it.
+    for (;;) {
+      plan = plan_window(live, budget);
+      if (plan.window.rows.empty()) return;
+      in_call = plan.members;
+      t0 = Clock::now();
+      try {
+        results = guarded(inc, describe(plan), [&] { return inc.backend->run_window(plan.window); });
+        break;
+      } catch (const OutOfKv& e) {
+        in_call.clear();
+        SlotState* victim = youngest_with_slot();
+        if (victim == nullptr || live.size() <= 1) {
+          // Alone and still out of blocks: validate() should have made this impossible.
+          SlotState* s = victim != nullptr ? victim : live.front();
+          deliver_error(*s, {500, "kv_cache_exhausted", "the KV cache cannot hold this request: " + e.what});
+          retire(inc, s);
+          refresh_kv(inc);
+          return;
+        }
+        preempt(inc, victim, e.what);
+        live.erase(std::remove(live.begin(), live.end(), victim), live.end());
+        refresh_kv(inc);
+      }
+    }
     auto t1 = Clock::now();
     ++windows_run;
     consecutive_faults = 0;  // a good window proves the rebuilt engine works
@@ -630,6 +718,34 @@ struct Engine::Impl {
     for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
     in_call.clear();
     for (auto& [s, f] : finished) retire(inc, s);
+    refresh_kv(inc);
+  }
+
+  SlotState* youngest_with_slot() {
+    for (auto it = running.rbegin(); it != running.rend(); ++it)
+      if ((*it)->slot != kNoSlot && !(*it)->done) return it->get();
+    return nullptr;
+  }
+
+  // Gives a running request's KV back (its full blocks stay in the prefix cache) and puts it first in line
+  // with everything it generated: readmitted, it recomputes prompt + generated tokens (mostly from the
+  // prefix cache) and goes on exactly where it was, since a pick depends only on its own history and
+  // position (DESIGN.md invariant 2).
+  void preempt(Incarnation& inc, SlotState* s, const std::string& why) {
+    log_event(spdlog::level::info, s->req->id, "request preempted",
+              {{"reason", why}, {"positions", s->n_cached}, {"generated", s->n_generated}});
+    const SlotId slot = s->slot;
+    s->slot = kNoSlot;
+    s->n_cached = 0;
+    s->suppressing = false;
+    s->drafts.clear();
+    n_busy.fetch_sub(1);
+    auto it = std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == s; });
+    resume.push_front(std::move(*it));
+    running.erase(it);
+    n_preemptions.fetch_add(1);
+    if (opts.metrics) opts.metrics->preemption();
+    guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(slot); });
   }
 
   void check_pick(TokenId pick) const {
@@ -683,10 +799,13 @@ struct Engine::Impl {
       opts.metrics->set_waiting(static_cast<int>(queued + resume.size()));
       opts.metrics->set_slots(n_busy.load(), info.max_slots);
       opts.metrics->set_kv_usage(kv_usage());
+      opts.metrics->set_kv_blocks(kv_free.load(), kv_blocks.load());
     }
   }
 
   double kv_usage() const {
+    // Paged: blocks that cannot be handed out now (held by a slot) over the pool.
+    if (kv_blocks.load() > 0) return static_cast<double>(kv_blocks.load() - kv_free.load()) / kv_blocks.load();
     double cap = static_cast<double>(max_slots.load()) * max_context.load();
     return cap > 0 ? static_cast<double>(n_cached_positions.load()) / cap : 0.0;
   }
@@ -704,12 +823,22 @@ struct Engine::Impl {
                      "prompt token " + std::to_string(i) + " has id " + std::to_string(t) +
                          ", outside the vocabulary of " + std::to_string(vocab)};
     }
-    effective_max_tokens = r.max_tokens < 0 ? ctx - n : r.max_tokens;
+    // A paged backend's whole pool may be smaller than one context: a request must fit it alone.
+    const long kv_positions = static_cast<long>(kv_blocks.load()) * kv_block_size.load();
+    const int cap = kv_positions > 0 && kv_positions < ctx ? static_cast<int>(kv_positions) : ctx;
+    effective_max_tokens = r.max_tokens < 0 ? cap - n : r.max_tokens;
     if (n >= ctx || static_cast<long>(n) + effective_max_tokens > ctx)
       return Failure{400, "context_length_exceeded",
                    "this model's maximum context length is " + std::to_string(ctx) + " tokens, but the prompt has " +
                        std::to_string(n) + " tokens and max_tokens is " + std::to_string(effective_max_tokens) +
                        " (" + std::to_string(static_cast<long>(n) + effective_max_tokens) + " in all)"};
+    if (cap < ctx && (n >= cap || static_cast<long>(n) + effective_max_tokens > cap))
+      return Failure{400, "context_length_exceeded",
+                     "the KV cache holds " + std::to_string(cap) + " positions in all (" +
+                         std::to_string(kv_blocks.load()) + " blocks of " + std::to_string(kv_block_size.load()) +
+                         "), but the prompt has " + std::to_string(n) + " tokens and max_tokens is " +
+                         std::to_string(effective_max_tokens) + " (" +
+                         std::to_string(static_cast<long>(n) + effective_max_tokens) + " in all)"};
     if (r.min_tokens < 0 || r.min_tokens > effective_max_tokens)
       return Failure{400, "invalid_min_tokens",
                    "min_tokens is " + std::to_string(r.min_tokens) + "; it must be within [0, max_tokens=" +
@@ -819,6 +948,9 @@ EngineStats Engine::stats() const {
   st.slots_busy = impl_->n_busy.load();
   st.slots_total = impl_->max_slots.load();
   st.kv_usage = impl_->kv_usage();
+  st.kv_blocks = impl_->kv_blocks.load();
+  st.kv_free_blocks = impl_->kv_free.load();
+  st.preemptions = impl_->n_preemptions.load();
   return st;
 }
 

@@ -38,6 +38,12 @@ struct EngineOptions {
   int watchdog_max_restarts = 3;
   int prefill_chunk = 256;       // prompt rows per window
   int max_window_tokens = 2048;  // rows per window in all (decode rows first, then prompt chunks)
+  // Paged backends (BackendInfo::kv_blocks > 0): a new request starts from the longest cached run of its
+  // prompt's KV blocks (Backend::attach_prefix). Off: every prompt is computed from position 0.
+  bool prefix_caching = true;
+  // Paged backends: a request is admitted only while this many blocks stay free beyond its first chunk's
+  // (room for the running requests' next decode rows); -1 = 1% of the pool, at least 1.
+  int kv_watermark_blocks = -1;
   std::shared_ptr<Metrics> metrics;  // may be null
   FaultPlan faults;              // empty: no fault injection
   SpeculationOptions speculation;
@@ -46,6 +52,8 @@ struct EngineOptions {
 struct EngineStats {
   int running = 0, waiting = 0, slots_busy = 0, slots_total = 0;
   double kv_usage = 0.0;
+  int kv_blocks = 0, kv_free_blocks = 0;  // paged backends only (0 otherwise)
+  long preemptions = 0;
 };
 
 class Engine {

@@ -33,6 +33,11 @@ class Metrics {
     slots_capacity_.Set(capacity);
   }
   void set_kv_usage(double ratio) { kv_usage_.Set(ratio); }
+  // Paged KV: blocks allocatable now (free or cached and unreferenced) and blocks in the pool.
+  void set_kv_blocks(int free, int total) {
+    kv_blocks_free_.Set(free);
+    kv_blocks_total_.Set(total);
+  }
 
   // Engine: events.
   void prompt_tokens(int n) { prompt_tokens_.Increment(n); }
@@ -41,6 +46,8 @@ class Metrics {
     prefix_queries_.Increment(queries);
     prefix_hits_.Increment(hits);
   }
+  void prefix_evictions(int n) { prefix_evictions_.Increment(n); }
+  void preemption() { preemptions_.Increment(); }
   void spec_draft(int drafted, int accepted);
   void spec_accepted_at(int position);
   void watchdog_stall() { stalls_.Increment(); }
@@ -67,6 +74,10 @@ class Metrics {
   prometheus::Gauge& kv_usage_;
   prometheus::Counter& prefix_queries_;
   prometheus::Counter& prefix_hits_;
+  prometheus::Counter& prefix_evictions_;
+  prometheus::Gauge& kv_blocks_free_;
+  prometheus::Gauge& kv_blocks_total_;
+  prometheus::Counter& preemptions_;
   prometheus::Counter& prompt_tokens_;
   prometheus::Counter& generation_tokens_;
   prometheus::Counter& drafts_;
