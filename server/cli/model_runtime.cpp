@@ -109,6 +109,8 @@ void finalize_engine_options(Config& config, const SourceMap& sources) {
 }
 
 void attach_draft_model(Config& config, const ModelRuntime& runtime, const SourceMap& sources) {
+  // The embedded strata-tiny brings its draft model unless --spec or --draft-model says otherwise.
+  if (apply_default_draft(config, sources, runtime.model_dir)) config.engine.speculation.mode = SpeculationMode::Draft;
   if (config.spec.mode != SpecMode::Draft) return;
   const std::string& dir = config.spec.draft_model;
   std::shared_ptr<const Model> draft;
