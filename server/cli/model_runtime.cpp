@@ -21,6 +21,40 @@ std::string source_of(const SourceMap& sources, const std::string& name) {
   return it == sources.end() ? "default" : it->second;
 }
 
+// What a backend is sized by. The target's CUDA KV cache follows --kv-cache-gb / --gpu-memory-fraction; a
+// draft model's leaves both 0, so it takes exactly max_slots slots and the target (built after it, with the
+// fraction counting memory already in use) gets the rest of the GPU.
+struct BackendShape {
+  int max_slots = 1;
+  int max_context = 1;
+  int threads = 0;                   // CPU
+  double kv_cache_gb = 0.0;          // CUDA
+  double gpu_memory_fraction = 0.0;  // CUDA
+};
+
+// The one backend choice for both the target and the draft model: CUDA (device 0, the only one used) when
+// `device` is cuda, else the CPU backend.
+Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, Device device,
+                                           const BackendShape& shape) {
+#ifdef STRATA_HAVE_CUDA
+  if (device == Device::Cuda) {
+    CudaBackendOptions opts;
+    opts.max_slots = shape.max_slots;
+    opts.max_context = shape.max_context;
+    opts.kv_cache_gb = shape.kv_cache_gb;
+    opts.gpu_memory_fraction = shape.gpu_memory_fraction;
+    return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
+  }
+#else
+  (void)device;
+#endif
+  CpuBackendOptions opts;
+  opts.max_slots = shape.max_slots;
+  opts.max_context = shape.max_context;
+  opts.threads = shape.threads;
+  return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
+}
+
 }  // namespace
 
 Device resolve_device(Device requested, const SourceMap& sources) {
@@ -73,22 +107,13 @@ ModelRuntime load_model_runtime(const Config& config, const SourceMap& sources) 
 }
 
 Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config) {
-  std::shared_ptr<const Model> model = runtime.model;
-#ifdef STRATA_HAVE_CUDA
-  if (runtime.device == Device::Cuda) {
-    CudaBackendOptions opts;
-    opts.max_slots = config.backend.max_slots;
-    opts.max_context = runtime.ctx_size;
-    opts.kv_cache_gb = config.backend.kv_cache_gb;
-    opts.gpu_memory_fraction = config.backend.gpu_memory_fraction;
-    return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
-  }
-#endif
-  CpuBackendOptions opts;
-  opts.max_slots = config.backend.max_slots;
-  opts.max_context = runtime.ctx_size;
-  opts.threads = config.backend.threads;
-  return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
+  BackendShape shape;
+  shape.max_slots = config.backend.max_slots;
+  shape.max_context = runtime.ctx_size;
+  shape.threads = config.backend.threads;
+  shape.kv_cache_gb = config.backend.kv_cache_gb;
+  shape.gpu_memory_fraction = config.backend.gpu_memory_fraction;
+  return backend_factory_for(runtime.model, runtime.device, shape);
 }
 
 void finalize_engine_options(Config& config, const SourceMap& sources) {
@@ -125,17 +150,18 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
                       " but the target model has " + std::to_string(runtime.model->config.vocab_size) +
                       "; the draft model must share the target's tokenizer (from " +
                       source_of(sources, "draft-model") + ")");
-  // The draft runs on the CPU backend with one slot per target slot and the target's context.
-  CpuBackendOptions opts;
-  opts.max_slots = config.backend.max_slots;
-  opts.max_context = runtime.ctx_size;
-  opts.threads = config.backend.threads;
-  auto backend = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(*draft, opts));
+  // The draft runs on the target's device (same GPU for a CUDA target) with one slot per target slot and the
+  // target's context; its KV cache is sized for those slots alone.
+  BackendShape shape;
+  shape.max_slots = config.backend.max_slots;
+  shape.max_context = runtime.ctx_size;
+  shape.threads = config.backend.threads;
+  auto backend = std::shared_ptr<Backend>(backend_factory_for(draft, runtime.device, shape)());
   config.engine.speculation.drafter_factory = [backend]() -> std::unique_ptr<Drafter> {
     return std::make_unique<DraftModelDrafter>(backend);
   };
-  spdlog::info("speculation: draft model {} ({} layers), up to {} drafts per window", dir, draft->config.num_layers,
-               config.spec.k);
+  spdlog::info("speculation: draft model {} ({} layers) on {}, up to {} drafts per window", dir,
+               draft->config.num_layers, device_name(runtime.device), config.spec.k);
 }
 
 }  // namespace strata
