@@ -298,6 +298,22 @@ def greedy_continue(model, ids, n_new, autocast):
     return seq, torch.stack(margins, dim=1)
 
 
+def accepted_per_block(match, k):
+    """match[b][i]: the draft's greedy token equals the target's at generated position i of sequence b. A
+    speculative block drafts up to k tokens from the current (target) prefix; it accepts the run of matches
+    from there (at most k, and within the sequence), then the target adds one token of its own."""
+    out = []
+    for row in match:
+        n, j = len(row), 0
+        while j < n:
+            run = 0
+            while run < k and j + run < n and row[j + run]:
+                run += 1
+            out.append(run)
+            j += run + 1
+    return out
+
+
 @torch.no_grad()
 def acceptance(target, draft, heldout_np, device, n_prompts, prompt_len, n_new, k, seed):
     """The target greedy-decodes n_new tokens after held-out prompts; at each generated position, does the
@@ -317,16 +333,8 @@ def acceptance(target, draft, heldout_np, device, n_prompts, prompt_len, n_new, 
     gen_true = seq[:, prompt_len:]
     match = (gen_pred == gen_true).cpu().numpy()      # [B, n_new]
     per_pos_rate = float(match.mean())
-    accepted, blocks = [], 0
-    for row in match:
-        j = 0
-        while j < n_new:
-            run = 0
-            while run < k and j + run < n_new and row[j + run]:
-                run += 1
-            accepted.append(run)
-            blocks += 1
-            j += run + 1
+    accepted = accepted_per_block(match, k)
+    blocks = len(accepted)
     mean_acc = float(np.mean(accepted))
     return {"prompts": n_prompts, "prompt_tokens": prompt_len, "new_tokens": n_new,
             "greedy_token_acceptance": round(per_pos_rate, 4), "k": k,
@@ -410,7 +418,7 @@ def write_cards(out, report, tcfg, dcfg):
     card = f"""# strata-tiny
 
 A small Qwen3-architecture language model trained from scratch on Python source code, shipped with Strata as
-the default model, with a one-model draft for speculative decoding (`../strata-tiny-draft`). It continues
+the default model, with a small draft model for speculative decoding (`../strata-tiny-draft`). It continues
 Python code; it is not an assistant, though its tokenizer and chat template are ChatML.
 
 Made by `tools/train/train_tiny.py` in {report['total_seconds']:.0f} s on one {report['device_name']}
@@ -550,6 +558,8 @@ def main():
     tok = train_tokenizer(tok_texts, p["vocab"], tok_path)
     vocab = tok.get_vocab_size(with_added_tokens=True)
     eot, im_end = tok.token_to_id("<|endoftext|>"), tok.token_to_id("<|im_end|>")
+    if vocab > 65535:
+        raise RuntimeError(f"tokenizer: vocab {vocab} does not fit the uint16 token arrays")
     check_round_trip(tok, heldout_texts[:50] + ["café naïve 日本語 🎉 \r\n\ttabs  x = 1_000 + 3.14"])
     log(f"tokenizer: vocab {vocab} trained on {used / 1e6:.1f} MB")
 
@@ -567,6 +577,9 @@ def main():
     torch.manual_seed(a.seed)
     target = new_model(tcfg, device)
     tied = target.lm_head.weight.data_ptr() == target.model.embed_tokens.weight.data_ptr()
+    if not tied:
+        target.tie_weights()
+        tied = target.lm_head.weight.data_ptr() == target.model.embed_tokens.weight.data_ptr()
     tparams = count_params(target)
     log(f"target: {tparams / 1e6:.2f}M params, tied embeddings {tied}, attention "
         f"{getattr(target.config, '_attn_implementation', '?')}")
