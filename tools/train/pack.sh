@@ -17,6 +17,8 @@ total=$(cat "$dest"/strata-tiny.tgz.part-* | wc -c)
 parts=$(ls "$dest"/strata-tiny.tgz.part-* | wc -l)
 echo "pack.sh: $parts parts, $total bytes"
 if [ "$total" -gt $((60 * 1024 * 1024)) ] || [ "$parts" -gt 5 ]; then
-  echo "pack.sh: too big to come back from the device machine (limit 64 MiB, 8 files)" >&2
+  # Parts that cannot all come back are worse than none: drop them so the report and logs still do.
+  rm -f "$dest"/strata-tiny.tgz.part-*
+  echo "pack.sh: too big to come back from the device machine (limit 64 MiB, 8 files); parts removed" >&2
   exit 1
 fi
