@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 import transformers
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, post_processors, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus  # noqa: E402
@@ -75,7 +75,7 @@ def train_tokenizer(texts, vocab_size, path):
         pre_tokenizers.Split(Regex(SPLIT), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
-    tok.post_processor = post_processors.ByteLevel(trim_offsets=False)
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIALS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
@@ -119,10 +119,19 @@ def check_round_trip(tok, samples):
 
 def encode_all(tok, texts, eot, batch=512):
     """One uint16 array: every text's ids followed by <|endoftext|>."""
-    enc = getattr(tok, "encode_batch_fast", None) or tok.encode_batch
+    fast = getattr(tok, "encode_batch_fast", None)   # no offsets: faster, where the library has it
+
+    def enc(chunk):
+        if fast is not None:
+            try:
+                return fast(chunk, add_special_tokens=False)
+            except TypeError:
+                pass
+        return tok.encode_batch(chunk, add_special_tokens=False)
+
     parts = []
     for i in range(0, len(texts), batch):
-        for e in enc(texts[i:i + batch], add_special_tokens=False):
+        for e in enc(texts[i:i + batch]):
             parts.append(np.asarray(e.ids, dtype=np.uint16))
             parts.append(np.asarray([eot], dtype=np.uint16))
     return np.concatenate(parts)
