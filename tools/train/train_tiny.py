@@ -599,7 +599,7 @@ def main():
     tres["params"] = tparams
     tres["train_loss"] = eval_loss(target, train_np, device, p["seq"], p["eval_tokens"])
     tres["heldout_loss"] = eval_loss(target, heldout_np, device, p["seq"], p["eval_tokens"])
-    log(f"target: train loss {tres['train_loss']:.4f} held-out loss {tres['heldout_loss']:.4f}")
+    log(f"target: train loss {fmt_loss(tres['train_loss'])}, held-out loss {fmt_loss(tres['heldout_loss'])}")
 
     # draft
     # head_dim 64 like the target: hidden 384 -> 6 query heads over 2 key/value heads; 128 -> 2 over 1.
@@ -617,9 +617,23 @@ def main():
     dres["params"] = dparams
     dres["train_loss"] = eval_loss(draft, train_np, device, p["seq"], p["eval_tokens"])
     dres["heldout_loss"] = eval_loss(draft, heldout_np, device, p["seq"], p["eval_tokens"])
-    log(f"draft: train loss {dres['train_loss']:.4f} held-out loss {dres['heldout_loss']:.4f}")
+    log(f"draft: train loss {fmt_loss(dres['train_loss'])}, held-out loss {fmt_loss(dres['heldout_loss'])}")
 
-    acc = acceptance(target, draft, heldout_np, device, p["acc_prompts"], 64, p["acc_new"], 4, a.seed)
+    # From here on a failure must not lose the trained models: each step records its error and the run goes on.
+    errors = []
+
+    def attempt(what, fn):
+        try:
+            return fn()
+        except Exception as e:
+            import traceback
+            traceback.print_exc()
+            log(f"FAILED: {what}: {e!r}")
+            errors.append(f"{what}: {e!r}")
+            return None
+
+    acc = attempt("acceptance", lambda: acceptance(target, draft, heldout_np, device, p["acc_prompts"], 64,
+                                                   p["acc_new"], 4, a.seed))
     log(f"acceptance: {acc}")
 
     # save in bf16, then everything that reads the saved files
@@ -630,17 +644,22 @@ def main():
         save_tokenizer_files(tok_path, d, im_end, eot, p["max_pos"])   # after: replaces its generation_config
     del target, draft, batches
     torch.cuda.empty_cache()
-    golden = make_golden(tdir, tok, p["golden_new"], device)
+    golden = attempt("golden", lambda: make_golden(tdir, tok, p["golden_new"], device))
 
     report = {"args": p, "seed": a.seed, "device_name": torch.cuda.get_device_name(0),
               "torch_version": torch.__version__, "transformers_version": transformers.__version__,
               "tokenizers_version": __import__("tokenizers").__version__, "corpus": cinfo,
               "tokenizer": {"vocab": vocab, "train_bytes": used}, "train_tokens": int(len(train_np)),
               "heldout_tokens": int(len(heldout_np)), "target": tres, "draft": dres, "acceptance": acc,
-              "golden_min_margin": min(e["min_greedy_margin"] for e in golden["prompts"]),
-              "golden_gpu_agreement": [e["gpu_agrees_for_tokens"] for e in golden["prompts"]]}
+              "golden_min_margin": golden and min(e["min_greedy_margin"] for e in golden["prompts"]),
+              "golden_gpu_agreement": golden and [e["gpu_agrees_for_tokens"] for e in golden["prompts"]]}
     report["total_seconds"] = round(time.time() - T0, 1)
-    write_cards(out, report, tcfg, dcfg)
+    if acc is None:
+        acc = report["acceptance"] = {"prompts": 0, "prompt_tokens": 0, "new_tokens": 0, "k": 4,
+                                      "greedy_token_acceptance": float("nan"), "mean_accepted_per_block": float("nan"),
+                                      "tokens_per_target_step": float("nan"), "blocks": 0}
+    attempt("model cards", lambda: write_cards(out, report, tcfg, dcfg))
+    report["errors"] = errors
     sizes = {"strata-tiny": dir_bytes(tdir), "strata-tiny-draft": dir_bytes(ddir)}
     report["sizes_bytes"] = sizes
     with open(os.path.join(out, "train_report.json"), "w", encoding="utf-8") as f:
@@ -648,6 +667,9 @@ def main():
     log(f"sizes {sizes} total {sum(sizes.values()) / 1e6:.1f} MB")
     for d in (tdir, ddir):
         log(f"{d}: {sorted(os.listdir(d))}")
+    if errors:
+        log(f"done WITH ERRORS (the models are saved): {errors}")
+        return 2
     log("done")
     return 0
 
