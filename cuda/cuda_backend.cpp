@@ -26,7 +26,7 @@ namespace strata {
 namespace {
 
 constexpr size_t kCublasWorkspace = size_t(32) << 20;
-constexpr size_t kMaxGraphs = 64;  // distinct window shapes kept; past that the cache starts over
+constexpr size_t kMaxGraphs = 256;  // distinct window shapes kept; past that the cache starts over
 
 bool rewrites_logits(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
@@ -68,6 +68,7 @@ struct CudaBackend::Impl {
   cuda::ForwardContext fwd;
   std::map<cuda::WindowShape, std::unique_ptr<Graph>> graphs;
   SlotBook book;  // sized by allocate_kv(): the KV budget decides how many slots there are
+  SlotId scratch_slot = kNoSlot;  // the arena's extra slot: padding rows write there
   int max_splits = 0;
   CudaMemoryReport mem;
 
@@ -88,6 +89,7 @@ struct CudaBackend::Impl {
       allocate_workspace();
       allocate_kv();
       cuda::configure_attention(cfg.head_dim);
+      cuda::configure_flash_attention(cfg.head_dim);
       report_memory();
     } catch (...) {
       destroy_handles();  // the destructor does not run for a constructor that throws
@@ -154,8 +156,10 @@ struct CudaBackend::Impl {
     STRATA_CUDA_CHECK(cudaMemcpy(rope_sin.get(), s.data(), s.size() * 4, cudaMemcpyHostToDevice));
   }
 
+  // Windows are padded up to their row bucket (window_meta.hpp), so the workspace holds the largest bucket.
   void allocate_workspace() {
-    const size_t T = size_t(opts.max_window_rows), R = size_t(opts.max_output_rows);
+    const size_t T = size_t(cuda::bucket_rows(opts.max_window_rows));
+    const size_t R = size_t(cuda::bucket_rows(opts.max_output_rows));
     const size_t H = size_t(cfg.hidden_size), FF = size_t(cfg.intermediate_size), HD = size_t(cfg.head_dim);
     const size_t NH = size_t(cfg.num_heads), V = size_t(cfg.vocab_size);
     const size_t qkv = size_t(q_dim() + 2 * kv_dim());
@@ -172,7 +176,7 @@ struct CudaBackend::Impl {
         {T * size_t(q_dim()) * 4, reinterpret_cast<void**>(&ws.att)},
         {T * 2 * FF * 4, reinterpret_cast<void**>(&ws.gu)},
         {T * FF * 4, reinterpret_cast<void**>(&ws.act)},
-        {size_t(opts.max_window_rows) >= size_t(opts.gemm_min_rows) ? T * k16 * 2 : 0, &in16},
+        {T >= size_t(opts.gemm_min_rows) ? T * k16 * 2 : 0, &in16},
         {T * NH * S * HD * 4, reinterpret_cast<void**>(&ws.part_acc)},
         {T * NH * S * 2 * 4, reinterpret_cast<void**>(&ws.part_ml)},
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
@@ -197,7 +201,8 @@ struct CudaBackend::Impl {
     mem.workspace_bytes = total + cublas_ws.bytes() + rope_cos.bytes() + rope_sin.bytes();
   }
 
-  // The KV arena is allocated once: slots x max_context positions x layers, k and v in fp32.
+  // The KV arena is allocated once: slots x max_context positions x layers, k and v in fp32, plus one scratch
+  // slot that the padding rows of bucketed windows write (never handed out).
   void allocate_kv() {
     const size_t per_slot = size_t(cfg.num_layers) * size_t(opts.max_context) * size_t(kv_dim()) * 4 * 2;
     size_t free_b = 0, total_b = 0;
@@ -222,13 +227,14 @@ struct CudaBackend::Impl {
     if (n < 1)
       throw Error("cuda backend: the KV budget from " + how + " (" + gb(budget) + ") holds no slot of max_context " +
                   std::to_string(opts.max_context) + " (" + gb(per_slot) + " per slot)");
-    const size_t bytes = per_slot * size_t(n);
+    const size_t bytes = per_slot * size_t(n + 1);
     if (bytes > free_b)
       throw Error("cuda backend: the KV arena (" + gb(bytes) + " for " + std::to_string(n) + " slots) does not fit in " +
                   gb(free_b) + " of free device memory");
     kv_k = cuda::DeviceBuffer(bytes / 2, "KV arena (keys)");
     kv_v = cuda::DeviceBuffer(bytes / 2, "KV arena (values)");
     book = SlotBook(SlotLimits{n, opts.max_context, cfg.vocab_size, opts.max_window_rows});
+    scratch_slot = SlotId(n);
     mem.kv_bytes = bytes;
     fwd.cfg = &cfg;
     fwd.w = &weights;
@@ -291,7 +297,7 @@ struct CudaBackend::Impl {
 
   // Rows [first, last) as one graph replay, then the host part of each output row.
   void run_segment(const Window& win, int first, int last, std::vector<RowResult>* results) {
-    cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits);
+    cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits, scratch_slot, opts.max_context);
     const cuda::MetaLayout layout(meta.shape);
     for (size_t i = 0; i < meta.out_rows.size(); ++i) {
       const Row& row = win.rows[size_t(first + meta.out_rows[i])];
@@ -322,7 +328,7 @@ struct CudaBackend::Impl {
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     const int V = cfg.vocab_size;
     std::vector<float> logits;
-    for (int i = 0; i < R; ++i) {
+    for (int i = 0; i < int(meta.out_rows.size()); ++i) {
       const int idx = first + meta.out_rows[size_t(i)];
       const Row& row = win.rows[size_t(idx)];
       RowResult& res = (*results)[size_t(idx)];

@@ -79,7 +79,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     qp.kv = kv;
     launch_qkv_rope(ws.qkv, T, qp, stream);
     ap.kv = kv;
-    launch_attention(ap, stream);
+    if (use_gemm && flash_attention_supports(HD))  // prompt windows (tolerance path): tensor cores
+      launch_flash_attention(ap, stream);
+    else
+      launch_attention(ap, stream);
     matmul(Ly.wo, ws.att, ws.tmp);
     launch_add_rmsnorm(ws.x, ws.tmp, Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, ws.xn, in16, stream);
     matmul(Ly.wgu, ws.xn, ws.gu);

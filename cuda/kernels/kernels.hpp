@@ -83,6 +83,15 @@ size_t attention_smem_bytes(int head_dim);
 void configure_attention(int head_dim);
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
 
+// Tensor-core attention for prompt windows (flash_attention.cu): the same inputs and outputs as
+// launch_attention (part_acc / part_ml unused), q/k/v/p rounded to bf16 with fp32 sums, so the tolerance path
+// only (windows that take the GEMM path). head_dim 64 or 128, else strata::Error at launch.
+size_t flash_attention_smem_bytes(int head_dim);
+bool flash_attention_supports(int head_dim);
+// Raises the kernels' shared-memory limit when needed; call once before any capture (no-op today).
+void configure_flash_attention(int head_dim);
+void launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
+
 // act[r][i] = silu(gate) * up with gu rows [gate | up]; act16 optional bf16 copy.
 void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream);
 
