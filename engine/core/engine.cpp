@@ -76,7 +76,7 @@ struct Engine::Impl {
   std::atomic<int> max_context{0}, vocab_size{0}, max_slots{0};
   // Paged KV, from the backend's info (0: not paged).
   std::atomic<int> kv_blocks{0}, kv_block_size{0}, kv_free{0};
-  std::atomic<long> n_preemptions{0};
+  std::atomic<long> n_preemptions{0}, n_prefix_lookups{0}, n_prefix_hits{0};
   uint64_t seen_lookups = 0, seen_hits = 0, seen_evictions = 0;  // of the current backend's counters
 
   // Shared with HTTP threads; guarded by mu.
@@ -168,6 +168,8 @@ struct Engine::Impl {
     seen_lookups = i.kv_prefix_lookups;
     seen_hits = i.kv_prefix_hits;
     seen_evictions = i.kv_evictions;
+    n_prefix_lookups.store(static_cast<long>(i.kv_prefix_lookups));
+    n_prefix_hits.store(static_cast<long>(i.kv_prefix_hits));
   }
 
   int kv_watermark() const {
@@ -951,6 +953,8 @@ EngineStats Engine::stats() const {
   st.kv_blocks = impl_->kv_blocks.load();
   st.kv_free_blocks = impl_->kv_free.load();
   st.preemptions = impl_->n_preemptions.load();
+  st.prefix_lookups = impl_->n_prefix_lookups.load();
+  st.prefix_hits = impl_->n_prefix_hits.load();
   return st;
 }
 

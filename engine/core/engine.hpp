@@ -54,6 +54,7 @@ struct EngineStats {
   double kv_usage = 0.0;
   int kv_blocks = 0, kv_free_blocks = 0;  // paged backends only (0 otherwise)
   long preemptions = 0;
+  long prefix_lookups = 0, prefix_hits = 0;  // prompt blocks, over the current backend's life
 };
 
 class Engine {
