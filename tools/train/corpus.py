@@ -19,6 +19,7 @@ GPL_WORDS = re.compile(r"(?<!Lesser )(?<!Library )General Public License", re.IG
 
 MAX_FILE_BYTES = 1_000_000   # bigger .py files are generated tables, not code
 MIN_FILE_BYTES = 64
+MIN_HELDOUT_FILES = 3
 
 
 def site_roots():
@@ -163,8 +164,13 @@ def build_corpus(max_bytes, heldout_per_mille=15, include_stdlib=True, log=print
     total = 0
     skipped = {"too_big_or_small": 0, "not_utf8": 0, "duplicate": 0, "unreadable": 0}
     for h, pi, path, key in candidates:
+        is_heldout = int(h[:8], 16) % 1000 < heldout_per_mille
         if total >= max_bytes:
-            break
+            # A small cap (smoke runs) may have met no held-out file yet: keep looking for held-out ones only.
+            if len(heldout) >= MIN_HELDOUT_FILES:
+                break
+            if not is_heldout:
+                continue
         try:
             size = os.path.getsize(path)
         except OSError:
@@ -189,7 +195,6 @@ def build_corpus(max_bytes, heldout_per_mille=15, include_stdlib=True, log=print
             continue
         seen_content.add(digest)
         text = text.replace("\r\n", "\n")
-        is_heldout = int(h[:8], 16) % 1000 < heldout_per_mille
         (heldout if is_heldout else train).append(text)
         p = packages[pi]
         p["files"] += 1

@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus  # noqa: E402
 
 T0 = time.time()
+DEVICE = "cuda"   # --device cpu exists only to dry-run the script's logic on a machine without a GPU
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Qwen2's pre-tokenizer split: contractions, letter runs (with one leading non-letter), single digits,
@@ -237,7 +238,7 @@ def train_model(name, model, batches, seconds, lr, tokens_per_step, seq, long_se
         cur_seq = long_seq if (long_seq > seq and frac >= 1.0 - long_frac) else seq
         batch = max(1, tokens_per_step // cur_seq)
         x, y = batches.get(batch, cur_seq)
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
             logits = model(input_ids=x, use_cache=False).logits
         loss = F.cross_entropy(logits.float().view(-1, vocab), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -256,7 +257,8 @@ def train_model(name, model, batches, seconds, lr, tokens_per_step, seq, long_se
                 f"{tps / 1e6:.2f}M tok/s elapsed {now - t_start:.0f}/{seconds:.0f}s")
             if not math.isfinite(lv):
                 raise RuntimeError(f"{name}: loss is not finite at step {step}")
-    torch.cuda.synchronize()
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
     wall = time.time() - t_start
     tail = [lv for _, lv in losses[-5:]]
     log(f"{name}: {step} steps, {tokens_seen / 1e6:.1f}M tokens in {wall:.0f}s")
@@ -279,7 +281,7 @@ def eval_loss(model, tokens_np, device, seq, max_tokens, batch=64):
         m = min(batch, n - i)
         idx = (torch.arange(i, i + m, device=device) * seq)[:, None] + torch.arange(seq + 1, device=device)
         w = data[idx]
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
             logits = model(input_ids=w[:, :-1], use_cache=False).logits
         loss = F.cross_entropy(logits.float().view(-1, vocab), w[:, 1:].reshape(-1), reduction="sum")
         total += loss.item()
@@ -297,7 +299,7 @@ def greedy_continue(model, ids, n_new, autocast):
     margins = []
     for _ in range(n_new):
         if autocast:
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
                 last = model(input_ids=seq, use_cache=False).logits[:, -1, :].float()
         else:
             last = model(input_ids=seq, use_cache=False).logits[:, -1, :].float()
@@ -335,7 +337,7 @@ def acceptance(target, draft, heldout_np, device, n_prompts, prompt_len, n_new, 
     prompts = np.stack([heldout_np[s:s + prompt_len].astype(np.int64) for s in starts])
     ids = torch.from_numpy(prompts).to(device)
     seq, _ = greedy_continue(target, ids, n_new, autocast=True)
-    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+    with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
         dl = draft(input_ids=seq[:, :-1], use_cache=False).logits.float()
     dpred = dl.argmax(dim=-1)                         # dpred[:, p] predicts seq[:, p + 1]
     gen_pred = dpred[:, prompt_len - 1:]              # predictions of the n_new generated tokens
@@ -415,7 +417,9 @@ def arch_lines(cfg, params):
 
 
 def fmt_loss(x):
-    return "n/a" if x is None else f"{x:.4f} (perplexity {math.exp(x):.2f})"
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{x:.4f} (perplexity {math.exp(x):.2f})" if x < 50 else f"{x:.4f}"
 
 
 def write_cards(out, report, tcfg, dcfg):
@@ -520,6 +524,7 @@ def main():
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--draft-lr", type=float, default=None)
     ap.add_argument("--tokens-per-step", type=int, default=None)
+    ap.add_argument("--device", default="cuda", help="cuda; cpu only to dry-run the logic (with --smoke)")
     a = ap.parse_args()
 
     full = dict(corpus_mb=240, tokenizer_mb=40, vocab=8192, minutes=3.5, draft_seconds=40, layers=8, hidden=512,
@@ -539,9 +544,11 @@ def main():
     p["seed"] = a.seed
     log(f"params {p}")
 
-    if not torch.cuda.is_available():
+    global DEVICE
+    DEVICE = device = a.device
+    if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("train_tiny.py needs a CUDA device")
-    device = "cuda"
+    device_name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (dry run)"
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -550,7 +557,7 @@ def main():
     tdir, ddir, work = (os.path.join(out, n) for n in ("strata-tiny", "strata-tiny-draft", "work"))
     for d in (tdir, ddir, work):
         os.makedirs(d, exist_ok=True)
-    log(f"torch {torch.__version__} transformers {transformers.__version__} device {torch.cuda.get_device_name(0)}")
+    log(f"torch {torch.__version__} transformers {transformers.__version__} device {device_name}")
 
     # corpus
     train_texts, heldout_texts, cinfo = corpus.build_corpus(int(p["corpus_mb"] * 1e6), log=log)
@@ -643,10 +650,11 @@ def main():
         m.save_pretrained(d)
         save_tokenizer_files(tok_path, d, im_end, eot, p["max_pos"])   # after: replaces its generation_config
     del target, draft, batches
-    torch.cuda.empty_cache()
+    if device == "cuda":
+        torch.cuda.empty_cache()
     golden = attempt("golden", lambda: make_golden(tdir, tok, p["golden_new"], device))
 
-    report = {"args": p, "seed": a.seed, "device_name": torch.cuda.get_device_name(0),
+    report = {"args": p, "seed": a.seed, "device_name": device_name,
               "torch_version": torch.__version__, "transformers_version": transformers.__version__,
               "tokenizers_version": __import__("tokenizers").__version__, "corpus": cinfo,
               "tokenizer": {"vocab": vocab, "train_bytes": used}, "train_tokens": int(len(train_np)),

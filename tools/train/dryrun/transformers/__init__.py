@@ -1,0 +1,38 @@
+# Stub of the transformers surface train_tiny.py uses: a tiny causal model (dry run only).
+import json, os, types
+import torch
+__version__ = "5.17.0"
+class Qwen3Config:
+    def __init__(self, **kw):
+        self.__dict__.update(kw); self._attn_implementation = None
+class Qwen3ForCausalLM(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.model = torch.nn.Module()
+        self.model.embed_tokens = torch.nn.Embedding(config.vocab_size, config.hidden_size)
+        self.model.norm = torch.nn.LayerNorm(config.hidden_size)
+        self.mix = torch.nn.Linear(config.hidden_size, config.hidden_size)
+        self.lm_head = torch.nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.lm_head.weight = self.model.embed_tokens.weight
+    def tie_weights(self): self.lm_head.weight = self.model.embed_tokens.weight
+    def forward(self, input_ids=None, use_cache=None):
+        assert input_ids.dtype == torch.int64 and input_ids.dim() == 2, (input_ids.dtype, input_ids.shape)
+        h = self.model.embed_tokens(input_ids)
+        n = torch.arange(1, h.shape[1] + 1, device=h.device, dtype=h.dtype)[None, :, None]
+        h = self.model.norm(h + self.mix(h.cumsum(1) / n))
+        return types.SimpleNamespace(logits=self.lm_head(h))
+    def save_pretrained(self, d):
+        torch.save(self.state_dict(), os.path.join(d, "model.safetensors"))
+        cfg = {k: v for k, v in self.config.__dict__.items() if not k.startswith("_")}
+        cfg["dtype"] = str(next(self.parameters()).dtype)
+        json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+        json.dump({}, open(os.path.join(d, "generation_config.json"), "w"))
+    @classmethod
+    def from_pretrained(cls, d, dtype=None, attn_implementation=None):
+        cfg = json.load(open(os.path.join(d, "config.json"))); cfg.pop("dtype")
+        m = cls(Qwen3Config(**cfg)); m.load_state_dict(torch.load(os.path.join(d, "model.safetensors")))
+        return m.to(dtype)
+class AutoTokenizer:
+    @staticmethod
+    def from_pretrained(d): raise OSError("stub: no AutoTokenizer in the dry run")
