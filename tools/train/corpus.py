@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import site
+import sys
 import sysconfig
 
 # Licenses we do not train on: strong copyleft (GPL, AGPL). LGPL is allowed. A dual license that names GPL is
@@ -37,6 +38,14 @@ def site_roots():
         cands.append(site.getusersitepackages())
     except AttributeError:
         pass
+    # Packages installed outside the site directories (a PYTHONPATH entry, a --target folder) still count
+    # when the folder holds their dist-info.
+    for entry in sys.path:
+        try:
+            if entry and os.path.isdir(entry) and any(e.endswith(".dist-info") for e in os.listdir(entry)):
+                cands.append(entry)
+        except OSError:
+            pass
     out, seen = [], set()
     for c in cands:
         if not c or not os.path.isdir(c):
