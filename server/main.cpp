@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   root.require_subcommand(1);
   std::vector<Command> commands = {add_serve_command(root),      add_generate_command(root),
                                    add_tokenize_command(root),   add_detokenize_command(root),
-                                   add_chat_template_command(root), add_version_command(root)};
+                                   add_chat_template_command(root), add_version_command(root),
+                                   add_bench_command(root)};
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -24,5 +24,6 @@ Command add_tokenize_command(CLI::App& root);
 Command add_detokenize_command(CLI::App& root);
 Command add_chat_template_command(CLI::App& root);
 Command add_version_command(CLI::App& root);
+Command add_bench_command(CLI::App& root);
 
 }  // namespace strata
