@@ -59,6 +59,14 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const __nv_bfloa
                : "r"(addr));
 }
 
+// 16 bytes global -> shared without registers; zero-filled (nothing read) when !full.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool full) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(full ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -80,8 +88,10 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
   constexpr int LOADS = kKvTile * V4 / THREADS;
 
   extern __shared__ __align__(16) unsigned char flash_smem[];
-  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(flash_smem);  // [kKvTile][LD]
-  __nv_bfloat16* vs = ks + kKvTile * LD;                              // [kKvTile][LD]
+  float* kst = reinterpret_cast<float*>(flash_smem);  // [kKvTile][HD] fp32 staging of the next tile (cp.async)
+  float* vst = kst + kKvTile * HD;
+  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(vst + kKvTile * HD);  // [kKvTile][LD] bf16, mma operands
+  __nv_bfloat16* vs = ks + kKvTile * LD;
 
   const int tile = int(gridDim.x) - 1 - int(blockIdx.x);  // the window's last (longest) tiles start first
   if (tile >= *a.n_tiles) return;
@@ -125,21 +135,34 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
   float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
 
   const size_t head_off = size_t(g) * HD;
+  // Tile t0's fp32 rows into the staging buffers, asynchronously; positions past the tile's last are zeros.
+  auto stage = [&](int t0) {
+#pragma unroll 2
+    for (int it = 0; it < LOADS; ++it) {
+      const int i = it * THREADS + int(threadIdx.x);
+      const int j = i / V4, c = (i % V4) * 4;
+      const bool in = t0 + j <= plast;
+      const int p = in ? t0 + j : 0;
+      cp_async16(kst + j * HD + c, kv_row(a.kv.k, a.kv, slot, p) + head_off + c, in);
+      cp_async16(vst + j * HD + c, kv_row(a.kv.v, a.kv, slot, p) + head_off + c, in);
+    }
+    cp_async_commit();
+  };
+  stage(0);
   for (int t0 = 0; t0 <= plast; t0 += kKvTile) {
-    __syncthreads();  // every warp is done with the previous tile
+    cp_async_wait_all();
+    __syncthreads();  // tile t0 is staged, and every warp is done with the previous tile's bf16 operands
 #pragma unroll 4
     for (int it = 0; it < LOADS; ++it) {
       const int i = it * THREADS + int(threadIdx.x);
       const int j = i / V4, c = (i % V4) * 4;
-      float4 kx = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vx = kx;  // positions past the tile's last: zeros
-      if (t0 + j <= plast) {
-        kx = __ldg(reinterpret_cast<const float4*>(kv_row(a.kv.k, a.kv, slot, t0 + j) + head_off + c));
-        vx = __ldg(reinterpret_cast<const float4*>(kv_row(a.kv.v, a.kv, slot, t0 + j) + head_off + c));
-      }
+      const float4 kx = *reinterpret_cast<const float4*>(kst + j * HD + c);
+      const float4 vx = *reinterpret_cast<const float4*>(vst + j * HD + c);
       *reinterpret_cast<uint2*>(ks + j * LD + c) = make_uint2(pack_bf16(kx.x, kx.y), pack_bf16(kx.z, kx.w));
       *reinterpret_cast<uint2*>(vs + j * LD + c) = make_uint2(pack_bf16(vx.x, vx.y), pack_bf16(vx.z, vx.w));
     }
-    __syncthreads();
+    __syncthreads();  // bf16 tile ready; the staging buffers are free for the next tile, loaded during the math
+    if (t0 + kKvTile <= plast) stage(t0 + kKvTile);
 
     // S = Q K^T: n8 block n is positions t0 + 8n .. + 7. Matrix i of the x4 load: positions 8n + (lane & 7),
     // dims 16s + 8i: b0b1 / b2b3 of step s, then of step s + 1.
@@ -284,7 +307,8 @@ void configure_hd() {
 }  // namespace
 
 size_t flash_attention_smem_bytes(int head_dim) {
-  return 2 * size_t(kKvTile) * size_t(head_dim + kPad) * sizeof(__nv_bfloat16);
+  return 2 * size_t(kKvTile) * size_t(head_dim) * sizeof(float) +
+         2 * size_t(kKvTile) * size_t(head_dim + kPad) * sizeof(__nv_bfloat16);
 }
 
 bool flash_attention_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }

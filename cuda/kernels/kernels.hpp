@@ -88,7 +88,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream);
 // only (windows that take the GEMM path). head_dim 64 or 128, else strata::Error at launch.
 size_t flash_attention_smem_bytes(int head_dim);
 bool flash_attention_supports(int head_dim);
-// Raises the kernels' shared-memory limit when needed; call once before any capture (no-op today).
+// Raises the kernels' shared-memory limit when needed; call once before any capture (the kernels take over 48 KB).
 void configure_flash_attention(int head_dim);
 void launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
 
