@@ -32,6 +32,8 @@ struct BackendOptions {
   int ctx_size = 0;                 // positions per slot; 0 = model max clipped to kDefaultCtxCap
   double kv_cache_gb = 0.0;         // 0 = use gpu_memory_fraction (CUDA only)
   double gpu_memory_fraction = 0.9; // of the free device memory after weights (CUDA only)
+  int kv_block_size = 16;           // positions per paged KV block (CPU)
+  int kv_cache_blocks = 0;          // paged KV blocks (CPU); 0 = from kv_cache_gb, else max_slots full contexts
 };
 constexpr int kDefaultCtxCap = 4096;
 

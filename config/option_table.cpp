@@ -187,11 +187,23 @@ std::vector<OptionSpec> make_table() {
                       "Context positions per slot; 0 = the model's max_position_embeddings, clipped to " +
                           std::to_string(kDefaultCtxCap),
                       kScopeModel, [](Config& c) -> int& { return c.backend.ctx_size; }, 0, 1 << 24));
-  t.push_back(real("kv-cache-gb", M, "KV cache size in GB (CUDA); 0 = derive from --gpu-memory-fraction",
+  t.push_back(real("kv-cache-gb", M,
+                   "KV cache size in GB; 0 = derive it (CUDA: from --gpu-memory-fraction; CPU: every slot's full "
+                   "context, unless --kv-cache-blocks is set)",
                    kScopeModel, [](Config& c) -> double& { return c.backend.kv_cache_gb; }, 0.0, 1e6, false));
   t.push_back(real("gpu-memory-fraction", M, "Fraction of free GPU memory the KV cache may take (CUDA)",
                    kScopeModel, [](Config& c) -> double& { return c.backend.gpu_memory_fraction; }, 0.0, 1.0,
                    true));
+  t.push_back(integer("kv-block-size", M, "Positions per paged KV block (CPU backend)", kScopeModel,
+                      [](Config& c) -> int& { return c.backend.kv_block_size; }, 1, 4096));
+  t.push_back(integer("kv-cache-blocks", M,
+                      "Paged KV blocks shared by all slots (CPU backend); 0 = from --kv-cache-gb, else enough for "
+                      "every slot's full context",
+                      kScopeModel, [](Config& c) -> int& { return c.backend.kv_cache_blocks; }, 0, 1 << 30));
+  t.push_back(flag("enable-prefix-caching", M,
+                   "Reuse the KV blocks of earlier requests' identical prompt prefixes (paged backends); "
+                   "--enable-prefix-caching=false turns it off",
+                   kScopeModel, [](Config& c) -> bool& { return c.engine.prefix_caching; }));
   t.push_back(integer("prefill-chunk", M, "Prompt rows per window (prefill chunk size)", kScopeModel,
                       [](Config& c) -> int& { return c.engine.prefill_chunk; }, 1, 1 << 20));
   t.push_back(integer("max-window-tokens", M, "Rows per window in all (decode rows first, then prompt chunks)",

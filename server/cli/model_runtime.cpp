@@ -28,6 +28,9 @@ struct BackendShape {
   int max_slots = 1;
   int max_context = 1;
   int threads = 0;                   // CPU
+  int kv_block_size = 16;            // CPU (paged KV)
+  int kv_blocks = 0;                 // CPU; 0 = every slot's full context
+  bool prefix_caching = true;        // CPU
   double kv_cache_gb = 0.0;          // CUDA
   double gpu_memory_fraction = 0.0;  // CUDA
 };
@@ -52,6 +55,9 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
   opts.max_slots = shape.max_slots;
   opts.max_context = shape.max_context;
   opts.threads = shape.threads;
+  opts.kv_block_size = shape.kv_block_size;
+  opts.kv_blocks = shape.kv_blocks;
+  opts.prefix_caching = shape.prefix_caching;
   return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
 }
 
@@ -113,6 +119,15 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
   shape.threads = config.backend.threads;
   shape.kv_cache_gb = config.backend.kv_cache_gb;
   shape.gpu_memory_fraction = config.backend.gpu_memory_fraction;
+  shape.kv_block_size = config.backend.kv_block_size;
+  shape.kv_blocks = config.backend.kv_cache_blocks;
+  shape.prefix_caching = config.engine.prefix_caching;
+  if (shape.kv_blocks == 0 && config.backend.kv_cache_gb > 0 && runtime.device != Device::Cuda) {
+    // CPU: fp32 K and V of every layer for each position of a block.
+    const ModelConfig& mc = runtime.model->config;
+    const double block_bytes = 2.0 * mc.num_layers * mc.num_kv_heads * mc.head_dim * 4.0 * shape.kv_block_size;
+    shape.kv_blocks = std::max(1, static_cast<int>(std::min(config.backend.kv_cache_gb * 1e9 / block_bytes, 1e9)));
+  }
   return backend_factory_for(runtime.model, runtime.device, shape);
 }
 
