@@ -1,0 +1,136 @@
+// `strata bench spec` on the CPU with the fixture models: every (sampling, class, batch, mode) row is
+// reported, speculation changes no output token, the counters behind the acceptance columns add up, and bad
+// input exits 2 naming what is wrong. `strata bench kernels` needs CUDA and says so otherwise.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/child_process.hpp"
+
+using namespace strata::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kStrata = std::string(STRATA_BINARY_DIR) + "/strata";
+const std::string kModels = std::string(STRATA_SOURCE_DIR) + "/tests/data/models";
+const std::string kPrompts = std::string(STRATA_SOURCE_DIR) + "/tools/bench/spec_prompts.json";
+
+std::string temp_path(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("strata-bench-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("bench spec on the CPU reports every row and speculation changes no token") {
+  const std::string out = temp_path("spec.json");
+  constexpr int kMaxTokens = 16;
+  // The draft model is the target itself: same weights and the same CPU numerics, so every greedy draft is
+  // the target's own pick and must be accepted; anything less means the drafter fell out of step.
+  const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--draft-model",
+                                            kModels + "/qwen3", "--device", "cpu", "--batch", "1,2", "--spec",
+                                            "off,ngram,draft", "--spec-k", "3", "--max-tokens",
+                                            std::to_string(kMaxTokens), "--ctx-size", "2048", "--threads", "2",
+                                            "--prompts", kPrompts, "--json", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, !Contains("MISMATCH"));
+
+  const nlohmann::json doc = read_json(out);
+  CHECK(doc["mismatches"] == 0);
+  CHECK(doc["device"] == "cpu");
+  std::vector<std::string> classes;
+  const nlohmann::json prompts = read_json(kPrompts);
+  for (const auto& c : prompts["classes"]) classes.push_back(c["name"].get<std::string>());
+  REQUIRE(classes.size() >= 2);
+
+  using Key = std::tuple<std::string, std::string, int, std::string>;
+  std::set<Key> seen;
+  for (const auto& row : doc["rows"]) {
+    const Key key{row["sampling"], row["class"], row["batch"], row["mode"]};
+    INFO(row.dump());
+    CHECK(seen.insert(key).second);  // no row twice
+    const int requests = row["requests"];
+    CHECK(requests >= row["batch"].get<int>());
+    CHECK(requests % row["batch"].get<int>() == 0);
+    CHECK(row["tokens"] == requests * kMaxTokens);  // EOS is ignored: every request runs to max_tokens
+    CHECK(row["wall_s"].get<double>() > 0.0);
+    CHECK(row["tokens_per_s"].get<double>() > 0.0);
+    CHECK(row["matches_off"] == true);
+    CHECK(row["mismatched_requests"] == 0);
+    const long windows = row["verify_windows"], drafted = row["drafted"], accepted = row["accepted"];
+    if (row["mode"] == "off") {
+      CHECK(row["speedup"] == 1.0);
+      CHECK(windows == 0);
+      CHECK(row["mean_accepted"].is_null());
+      CHECK(row["acceptance_rate"].is_null());
+      continue;
+    }
+    CHECK(accepted <= drafted);
+    CHECK(drafted <= 3 * windows);  // --spec-k 3
+    if (row["mode"] == "draft") {
+      // The draft model proposes in every window of every request (it never runs dry like n-gram lookup).
+      REQUIRE(windows > 0);
+      CHECK(row["mean_accepted"].get<double>() == Approx(static_cast<double>(accepted) / windows));
+      CHECK(row["acceptance_rate"].get<double>() == Approx(static_cast<double>(accepted) / drafted));
+      if (row["sampling"] == "greedy") CHECK(accepted == drafted);
+    }
+  }
+  for (const std::string sampling : {"greedy", "seeded"})
+    for (const std::string& cls : classes)
+      for (int batch : {1, 2})
+        for (const std::string mode : {"off", "ngram", "draft"}) {
+          INFO(sampling << " " << cls << " " << batch << " " << mode);
+          CHECK(seen.count(Key{sampling, cls, batch, mode}) == 1);
+        }
+  CHECK(seen.size() == 2 * classes.size() * 2 * 3);
+}
+
+TEST_CASE("bench spec refuses bad input with exit 2 naming the field") {
+  const std::string model = kModels + "/qwen3";
+  SECTION("draft mode without a draft model") {
+    const RunResult r = run_process(kStrata, {"bench", "spec", "--model", model, "--spec", "off,draft"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("--draft-model"));
+  }
+  SECTION("an unknown mode") {
+    const RunResult r = run_process(kStrata, {"bench", "spec", "--model", model, "--spec", "off,fast"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("--spec"));
+  }
+  SECTION("a prompt file whose class has no prompts") {
+    const std::string bad = temp_path("bad_prompts.json");
+    std::ofstream(bad) << R"({"classes": [{"name": "empty", "prompts": []}]})";
+    const RunResult r = run_process(kStrata, {"bench", "spec", "--model", model, "--prompts", bad});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("classes[0].prompts"));
+  }
+  SECTION("prompts that do not fit the context with max-tokens more") {
+    const RunResult r = run_process(kStrata, {"bench", "spec", "--model", model, "--prompts", kPrompts,
+                                              "--ctx-size", "64", "--max-tokens", "16"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("--max-tokens") && Contains("--ctx-size"));
+  }
+}
+
+#ifndef STRATA_TEST_CUDA_BUILD
+TEST_CASE("bench kernels without CUDA exits 2 and says why") {
+  const RunResult r = run_process(kStrata, {"bench", "kernels", "--model", kModels + "/qwen3"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("CUDA"));
+}
+#endif
