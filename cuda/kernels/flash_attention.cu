@@ -76,14 +76,14 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-template <int HD, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionParams a, int chunks) {
+template <int HD, int WARPS, int TPB>
+__global__ void __launch_bounds__(WARPS * TPB * 32) flash_attention_kernel(AttentionParams a, int chunks) {
   static_assert(HD % 32 == 0, "two k16 steps per ldmatrix.x4 and two n8 blocks per V load");
   constexpr int KS = HD / 16;      // k16 steps of Q K^T
   constexpr int NB = HD / 8;       // n8 blocks of O
   constexpr int LD = HD + kPad;    // shared row stride in bf16
   constexpr int V4 = HD / 4;       // float4 per K/V row
-  constexpr int THREADS = WARPS * 32;
+  constexpr int THREADS = WARPS * TPB * 32;
   static_assert((kKvTile * V4) % THREADS == 0, "every thread loads the same number of float4");
   constexpr int LOADS = kKvTile * V4 / THREADS;
 
@@ -93,22 +93,48 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
   __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(vst + kKvTile * HD);  // [kKvTile][LD] bf16, mma operands
   __nv_bfloat16* vs = ks + kKvTile * LD;
 
-  const int tile = int(gridDim.x) - 1 - int(blockIdx.x);  // the window's last (longest) tiles start first
-  if (tile >= *a.n_tiles) return;
+  // Block b takes tiles [b * TPB, b * TPB + TPB), the window's last (longest) tiles first; warp w takes tile
+  // w / WARPS of them and head w % WARPS of the chunk.
+  const int tile0 = (int(gridDim.x) - 1 - int(blockIdx.x)) * TPB;
+  const int n_tiles = *a.n_tiles;
+  if (tile0 >= n_tiles) return;
   const int group = a.n_heads / a.n_kv_heads;
   const int g = blockIdx.y / chunks, chunk = blockIdx.y % chunks;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gid = lane >> 2, tig = lane & 3;  // fragment row (and row + 8) and column pair
-  const int h = g * group + chunk * WARPS + warp;
+  const int wt = warp / WARPS;
+  const int h = g * group + chunk * WARPS + warp % WARPS;
+  const int tile = min(tile0 + wt, n_tiles - 1);
   const int row0 = a.tile_first[tile], nq = a.tile_rows[tile];
   const int p0 = a.pos[row0], plast = p0 + nq - 1;
-  const int slot = a.slot[row0];
   const int q_dim = a.n_heads * HD;
+  const size_t head_off = size_t(g) * HD;
+
+  // The block's tiles share K/V tiles when they are of one slot (a prompt); otherwise it runs one round per
+  // slot among them, each round streaming that slot's positions for the tiles of that slot.
+  unsigned done = 0;
+  for (int t = 0; t < TPB; ++t)
+    if (tile0 + t >= n_tiles) done |= 1u << t;
+  while (done != (1u << TPB) - 1) {
+  const int first = __ffs(int(~done)) - 1;
+  const int slot = a.slot[a.tile_first[tile0 + first]];
+  unsigned act = 0;
+  int kv_last = 0;
+  for (int t = first; t < TPB; ++t) {
+    if (done & (1u << t)) continue;
+    const int r = a.tile_first[tile0 + t];
+    if (a.slot[r] == slot) {
+      act |= 1u << t;
+      kv_last = max(kv_last, a.pos[r] + a.tile_rows[tile0 + t] - 1);
+    }
+  }
+  done |= act;
+  const bool mine = (act >> wt) & 1u;  // warp-uniform: this warp's tile is in this round
 
   // Q as A fragments: k16 step s holds rows gid / gid + 8, dims 16s + 2tig (+1) and 16s + 8 + 2tig (+1).
   const bool ok_lo = gid < nq, ok_hi = gid + 8 < nq;
   uint32_t qf[KS][4];
-  {
+  if (mine) {
     const float* q_lo = a.qkv + size_t(row0 + gid) * a.qkv_stride + size_t(h) * HD;
     const float* q_hi = a.qkv + size_t(row0 + gid + 8) * a.qkv_stride + size_t(h) * HD;
     const float2 zero = make_float2(0.0f, 0.0f);
@@ -134,14 +160,13 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
   for (int n = 0; n < NB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
 
-  const size_t head_off = size_t(g) * HD;
   // Tile t0's fp32 rows into the staging buffers, asynchronously; positions past the tile's last are zeros.
   auto stage = [&](int t0) {
 #pragma unroll 2
     for (int it = 0; it < LOADS; ++it) {
       const int i = it * THREADS + int(threadIdx.x);
       const int j = i / V4, c = (i % V4) * 4;
-      const bool in = t0 + j <= plast;
+      const bool in = t0 + j <= kv_last;
       const int p = in ? t0 + j : 0;
       cp_async16(kst + j * HD + c, kv_row(a.kv.k, a.kv, slot, p) + head_off + c, in);
       cp_async16(vst + j * HD + c, kv_row(a.kv.v, a.kv, slot, p) + head_off + c, in);
@@ -149,7 +174,7 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
     cp_async_commit();
   };
   stage(0);
-  for (int t0 = 0; t0 <= plast; t0 += kKvTile) {
+  for (int t0 = 0; t0 <= kv_last; t0 += kKvTile) {
     cp_async_wait_all();
     __syncthreads();  // tile t0 is staged, and every warp is done with the previous tile's bf16 operands
 #pragma unroll 4
@@ -162,7 +187,8 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
       *reinterpret_cast<uint2*>(vs + j * LD + c) = make_uint2(pack_bf16(vx.x, vx.y), pack_bf16(vx.z, vx.w));
     }
     __syncthreads();  // bf16 tile ready; the staging buffers are free for the next tile, loaded during the math
-    if (t0 + kKvTile <= plast) stage(t0 + kKvTile);
+    if (t0 + kKvTile <= kv_last) stage(t0 + kKvTile);
+    if (!mine || t0 > plast) continue;  // warp-uniform; the warp still loads and syncs with the block
 
     // S = Q K^T: n8 block n is positions t0 + 8n .. + 7. Matrix i of the x4 load: positions 8n + (lane & 7),
     // dims 16s + 8i: b0b1 / b2b3 of step s, then of step s + 1.
@@ -248,6 +274,7 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
     }
   }
 
+  if (!mine) continue;
   const float inv_lo = 1.0f / quad_sum(l_lo), inv_hi = 1.0f / quad_sum(l_hi);
   __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16);
   const size_t base_lo = size_t(row0 + gid) * q_dim + size_t(h) * HD + 2 * tig;
@@ -265,7 +292,12 @@ __global__ void __launch_bounds__(WARPS * 32) flash_attention_kernel(AttentionPa
       if (out16) *reinterpret_cast<__nv_bfloat162*>(out16 + base_hi + 8 * n) = __floats2bfloat162_rn(v.x, v.y);
     }
   }
+  }
 }
+
+// Query tiles per block (sharing each K/V tile): 8 warps per block at most.
+template <int WARPS>
+constexpr int kTilesPerBlock = WARPS >= 8 ? 1 : (WARPS >= 4 ? 2 : 4);
 
 // The most warps (query heads per block) that divide the GQA group, up to 8.
 int flash_warps(int group) {
@@ -277,8 +309,9 @@ int flash_warps(int group) {
 
 template <int HD, int WARPS>
 void launch_for(const AttentionParams& p, int chunks, cudaStream_t stream) {
-  const dim3 grid(unsigned(p.max_tiles), unsigned(p.n_kv_heads * chunks));
-  flash_attention_kernel<HD, WARPS><<<grid, WARPS * 32, flash_attention_smem_bytes(HD), stream>>>(p, chunks);
+  constexpr int TPB = kTilesPerBlock<WARPS>;
+  const dim3 grid(unsigned((p.max_tiles + TPB - 1) / TPB), unsigned(p.n_kv_heads * chunks));
+  flash_attention_kernel<HD, WARPS, TPB><<<grid, WARPS * TPB * 32, flash_attention_smem_bytes(HD), stream>>>(p, chunks);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -296,10 +329,10 @@ template <int HD>
 void configure_hd() {
   const int smem = int(flash_attention_smem_bytes(HD));
   if (smem <= 48 * 1024) return;
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 8, kTilesPerBlock<8>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 4, kTilesPerBlock<4>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 2, kTilesPerBlock<2>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 1, kTilesPerBlock<1>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
 }
 
 [[noreturn]] void bad(const std::string& what) { throw Error("cuda flash attention: " + what); }
