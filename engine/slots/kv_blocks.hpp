@@ -46,6 +46,11 @@ class KvBlockPool {
  public:
   KvBlockPool() = default;
   explicit KvBlockPool(KvPoolLimits limits);
+  // Move-only: the blocks hold iterators into the LRU list, which a copy would leave pointing at the original.
+  KvBlockPool(KvBlockPool&&) = default;
+  KvBlockPool& operator=(KvBlockPool&&) = default;
+  KvBlockPool(const KvBlockPool&) = delete;
+  KvBlockPool& operator=(const KvBlockPool&) = delete;
 
   int block_size() const { return limits_.block_size; }
   int num_blocks() const { return limits_.num_blocks; }
