@@ -214,9 +214,10 @@ def make_optimizer(model, lr, weight_decay):
 
 
 def train_model(name, model, batches, seconds, lr, tokens_per_step, seq, long_seq, long_frac, warmup_steps,
-                log_every, weight_decay=0.1):
+                log_every, weight_decay=0.1, teacher=None, distill_weight=0.0):
     """AdamW, linear warmup then cosine decay to lr/10 over the wall-clock budget. The last long_frac of the
-    budget trains on long_seq windows (same tokens per step) so positions up to long_seq are seen."""
+    budget trains on long_seq windows (same tokens per step) so positions up to long_seq are seen.
+    With a teacher, the loss is (1 - w) * cross-entropy + w * KL(teacher || model) on the same windows."""
     model.train()
     opt = make_optimizer(model, lr, weight_decay)
     vocab = model.config.vocab_size
@@ -244,7 +245,17 @@ def train_model(name, model, batches, seconds, lr, tokens_per_step, seq, long_se
         x, y = batches.get(batch, cur_seq)
         with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
             logits = model(input_ids=x, use_cache=False).logits
-        loss = F.cross_entropy(logits.float().view(-1, vocab), y.reshape(-1))
+        flat = logits.float().view(-1, vocab)
+        ce = F.cross_entropy(flat, y.reshape(-1))
+        if teacher is not None and distill_weight > 0:
+            with torch.no_grad():
+                with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
+                    t_logits = teacher(input_ids=x, use_cache=False).logits
+                t_logp = F.log_softmax(t_logits.float().view(-1, vocab), dim=-1)
+            kl = F.kl_div(F.log_softmax(flat, dim=-1), t_logp, log_target=True, reduction="batchmean")
+            loss = (1.0 - distill_weight) * ce + distill_weight * kl
+        else:
+            loss = ce
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -252,14 +263,14 @@ def train_model(name, model, batches, seconds, lr, tokens_per_step, seq, long_se
         step += 1
         tokens_seen += batch * cur_seq
         if step % log_every == 0 or step == 1:
-            lv = loss.item()   # synchronizes: only every log_every steps
+            lv = ce.item()   # synchronizes: only every log_every steps
             losses.append((step, lv))
             now = time.time()
             tps = (tokens_seen - last_log_tokens) / max(1e-6, now - last_log_t)
             last_log_t, last_log_tokens = now, tokens_seen
-            log(f"{name}: step {step} loss {lv:.4f} lr {cur_lr:.2e} seq {cur_seq} "
+            log(f"{name}: step {step} loss {lv:.4f}{'' if loss is ce else f' (with KL {loss.item():.4f})'} lr {cur_lr:.2e} seq {cur_seq} "
                 f"{tps / 1e6:.2f}M tok/s elapsed {now - t_start:.0f}/{seconds:.0f}s")
-            if not math.isfinite(lv):
+            if not math.isfinite(lv) or not math.isfinite(loss.item()):
                 raise RuntimeError(f"{name}: loss is not finite at step {step}")
     if DEVICE == "cuda":
         torch.cuda.synchronize()
@@ -488,7 +499,8 @@ on the CPU; Strata's CPU backend must reproduce it token for token (tests/model/
     dcard = f"""# strata-tiny-draft
 
 The draft model for speculative decoding with `../strata-tiny`: same tokenizer and data, {dcfg.num_hidden_layers}
-layer(s). See strata-tiny's README.md for the corpus and its licenses.
+layer(s), trained with loss (1 - w) * cross-entropy + w * KL(strata-tiny || draft), w = {d.get('distill_weight', 0)}.
+See strata-tiny's README.md for the corpus and its licenses.
 
 {chr(10).join(arch_lines(dcfg, d['params']))}
 
@@ -528,13 +540,15 @@ def main():
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--draft-lr", type=float, default=None)
     ap.add_argument("--tokens-per-step", type=int, default=None)
+    ap.add_argument("--distill", type=float, default=None,
+                    help="weight of KL(target || draft) in the draft's loss; 0 trains the draft on the data alone")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to dry-run the logic (with --smoke)")
     a = ap.parse_args()
 
     full = dict(corpus_mb=240, tokenizer_mb=40, vocab=8192, minutes=3.5, draft_seconds=40, layers=8, hidden=512,
                 intermediate=1024, heads=8, kv_heads=4, draft_layers=1, draft_hidden=384, draft_intermediate=1024,
                 lr=2e-3, draft_lr=3e-3, tokens_per_step=131072, seq=512, long_seq=2048, long_frac=0.1,
-                max_pos=2048, warmup=150, log_every=50, eval_tokens=2_000_000, acc_prompts=64, acc_new=128,
+                max_pos=2048, warmup=150, distill=0.5, log_every=50, eval_tokens=2_000_000, acc_prompts=64, acc_new=128,
                 golden_new=48)
     smoke = dict(full, corpus_mb=3, tokenizer_mb=1.5, vocab=1024, minutes=0.15, draft_seconds=4, layers=2,
                  hidden=128, intermediate=256, heads=2, kv_heads=1, draft_layers=1, draft_hidden=128,
@@ -623,8 +637,11 @@ def main():
     dparams = count_params(draft)
     log(f"draft: {dparams / 1e6:.2f}M params, heads {dcfg.num_attention_heads}/{dcfg.num_key_value_heads}, "
         f"attention {getattr(draft.config, '_attn_implementation', '?')}")
+    # The draft learns from the data and from the target's distribution (speculation only needs the two to agree).
     dres = train_model("draft", draft, batches, p["draft_seconds"], p["draft_lr"], p["tokens_per_step"], p["seq"],
-                       p["long_seq"], p["long_frac"], p["warmup"], p["log_every"])
+                       p["long_seq"], p["long_frac"], p["warmup"], p["log_every"],
+                       teacher=target if p["distill"] > 0 else None, distill_weight=p["distill"])
+    dres["distill_weight"] = p["distill"]
     dres["params"] = dparams
     dres["train_loss"] = eval_loss(draft, train_np, device, p["seq"], p["eval_tokens"])
     dres["heldout_loss"] = eval_loss(draft, heldout_np, device, p["seq"], p["eval_tokens"])
