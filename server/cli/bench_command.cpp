@@ -132,6 +132,14 @@ SpeculationMode speculation_mode(const std::string& name) {
 // timed rounds.
 struct SpecCounters {
   double windows = 0, drafted = 0, accepted = 0;
+  std::vector<double> accepted_at;  // [j]: drafts accepted at position j of their window (0 = first)
+
+  SpecCounters minus(const SpecCounters& before) const {
+    SpecCounters d{windows - before.windows, drafted - before.drafted, accepted - before.accepted, accepted_at};
+    for (size_t j = 0; j < d.accepted_at.size() && j < before.accepted_at.size(); ++j)
+      d.accepted_at[j] -= before.accepted_at[j];
+    return d;
+  }
 };
 
 SpecCounters read_counters(prometheus::Registry& registry) {
@@ -142,6 +150,14 @@ SpecCounters read_counters(prometheus::Registry& registry) {
     if (f.name == "strata_spec_drafts_total") c.windows = sum;
     if (f.name == "strata_spec_draft_tokens_total") c.drafted = sum;
     if (f.name == "strata_spec_accepted_tokens_total") c.accepted = sum;
+    if (f.name != "strata_spec_accepted_per_position_total") continue;
+    for (const prometheus::ClientMetric& m : f.metric)
+      for (const prometheus::ClientMetric::Label& l : m.label) {
+        if (l.name != "position") continue;
+        const size_t j = std::stoul(l.value);
+        if (c.accepted_at.size() <= j) c.accepted_at.resize(j + 1, 0.0);
+        c.accepted_at[j] = m.counter.value;
+      }
   }
   return c;
 }
@@ -329,7 +345,7 @@ int run_bench_spec(const SpecBenchArgs& a) {
             for (auto& t : rr.tokens) row.outputs.push_back(std::move(t));
           }
           const SpecCounters after = read_counters(*registry);
-          row.spec = {after.windows - before.windows, after.drafted - before.drafted, after.accepted - before.accepted};
+          row.spec = after.minus(before);
           std::vector<BenchRow>& same = rows[{sampling, pc.name, batch}];
           if (!same.empty()) {  // same[0] is `off`
             row.mismatched = 0;
@@ -379,6 +395,11 @@ int run_bench_spec(const SpecBenchArgs& a) {
       } else {
         j["acceptance_rate"] = nullptr;
       }
+      // Of the verify windows, the fraction that accepted a draft at each position (a window that accepts
+      // at position j accepted every position before it).
+      nlohmann::json at = nlohmann::json::array();
+      for (double n : r.spec.accepted_at) at.push_back(r.spec.windows > 0 ? n / r.spec.windows : 0.0);
+      j["accepted_at_position"] = at;
       j["mismatched_requests"] = std::max(r.mismatched, 0);
       j["matches_off"] = r.mismatched <= 0;
       if (r.mismatched > 0) mismatches += r.mismatched;
@@ -447,7 +468,7 @@ Command add_bench_command(CLI::App& root) {
       ->check(CLI::Range(1, 64))->capture_default_str();
   spec->add_option("--max-tokens", args->max_tokens, "Tokens generated per request (EOS ignored)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  spec->add_option("--warmup-tokens", args->warmup_tokens, "Tokens per request of the untimed warm-up round")
+  spec->add_option("--warmup-tokens", args->warmup_tokens, "Tokens per request of the untimed warm-up rounds")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   spec->add_option("--prompts", args->prompts, "Prompt classes JSON (default: tools/bench/spec_prompts.json)");
   spec->add_option("--json", args->json_out, "Write the rows as JSON to this file");

@@ -82,6 +82,17 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
     }
     CHECK(accepted <= drafted);
     CHECK(drafted <= 3 * windows);  // --spec-k 3
+    // Per position: a window accepting at position j accepted every earlier one, and the positions add up to
+    // all accepted drafts.
+    const auto& at = row["accepted_at_position"];
+    CHECK(at.size() <= 3);
+    double sum = 0, previous = 1.0;
+    for (const auto& v : at) {
+      CHECK(v.get<double>() <= previous + 1e-12);
+      previous = v.get<double>();
+      sum += previous * static_cast<double>(windows);
+    }
+    CHECK(sum == Approx(static_cast<double>(accepted)));
     if (row["mode"] == "draft") {
       // The draft model proposes in every window of every request (it never runs dry like n-gram lookup).
       REQUIRE(windows > 0);
