@@ -22,6 +22,7 @@
 #include "engine/core/metrics.hpp"
 #include "engine/logging/logging.hpp"
 #include "engine/spec/drafter.hpp"
+#include "config/option_table.hpp"
 #include "server/cli/build_info.hpp"
 #include "server/cli/commands.hpp"
 #include "server/cli/model_runtime.hpp"
@@ -53,7 +54,7 @@ int run_bench_kernels(const std::vector<std::string>& passed) {
 // ---- bench spec -----------------------------------------------------------------------------------------
 
 struct SpecBenchArgs {
-  std::string model, draft_model, tokenizer, prompts, json_out;
+  std::string model, draft_model, tokenizer, prompts, json_out, config_file;
   std::string device = "auto";
   std::vector<int> batches{1, 8};
   std::vector<std::string> modes;      // empty: off, ngram, and draft when --draft-model is given
@@ -249,8 +250,31 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-int run_bench_spec(const SpecBenchArgs& a) {
+// `given(flag)`: whether the flag was on the command line (a flag left out keeps the --config file's value).
+int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::string&)>& given) {
   SpecBenchArgs args = a;
+  // Backend and engine options beyond this command's flags (e.g. gpu-memory-fraction, prefill-chunk) come
+  // from a serve-style YAML file; the flags given here override it.
+  Config config;
+  SourceMap sources;
+  if (!args.config_file.empty()) apply_yaml_file(config, sources, args.config_file, kScopeModel);
+  auto flag = [&](const std::string& name) {
+    if (!given("--" + name)) return false;
+    sources[name] = "flag --" + name;
+    return true;
+  };
+  config.model.model_dir = args.model;
+  sources["model"] = "flag --model";
+  if (flag("tokenizer")) config.model.tokenizer = args.tokenizer;
+  if (flag("device"))
+    config.backend.device = args.device == "cuda" ? Device::Cuda : args.device == "cpu" ? Device::Cpu : Device::Auto;
+  if (flag("threads")) config.backend.threads = args.threads;
+  if (flag("ctx-size")) config.backend.ctx_size = args.ctx_size;
+  if (flag("spec-k")) config.spec.k = args.spec_k;
+  if (flag("draft-model")) config.spec.draft_model = args.draft_model;
+  args.draft_model = config.spec.draft_model;
+  args.spec_k = config.spec.k;
+
   if (args.modes.empty()) {
     args.modes = {"off", "ngram"};
     if (!args.draft_model.empty()) args.modes.push_back("draft");
@@ -270,18 +294,7 @@ int run_bench_spec(const SpecBenchArgs& a) {
   std::vector<PromptClass> classes =
       load_prompt_classes(args.prompts.empty() ? default_prompts_path() : args.prompts);
 
-  Config config;
-  SourceMap sources;
-  config.model.model_dir = args.model;
-  config.model.tokenizer = args.tokenizer;
-  config.backend.device = args.device == "cuda" ? Device::Cuda : args.device == "cpu" ? Device::Cpu : Device::Auto;
-  sources["device"] = "flag --device";
-  config.backend.threads = args.threads;
-  config.backend.ctx_size = args.ctx_size;
   config.backend.max_slots = batches.back();  // the largest batch runs all at once
-  config.spec.k = args.spec_k;
-  config.spec.draft_model = args.draft_model;
-  sources["draft-model"] = "flag --draft-model";
   ModelRuntime rt = load_model_runtime(config, sources);
 
   for (PromptClass& pc : classes)
@@ -472,6 +485,9 @@ Command add_bench_command(CLI::App& root) {
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   spec->add_option("--prompts", args->prompts, "Prompt classes JSON (default: tools/bench/spec_prompts.json)");
   spec->add_option("--json", args->json_out, "Write the rows as JSON to this file");
+  spec->add_option("--config", args->config_file,
+                   "YAML file of model/backend options as for `strata serve` (e.g. gpu-memory-fraction, "
+                   "prefill-chunk); the flags here override it");
   spec->add_option("--threads", args->threads, "CPU backend threads; 0 = all")
       ->check(CLI::Range(0, 1024))->capture_default_str();
   spec->add_option("--ctx-size", args->ctx_size, "Positions per slot; 0 = the model's (capped)")
@@ -485,7 +501,8 @@ Command add_bench_command(CLI::App& root) {
 
   return {app, [kernels, spec, args]() -> int {
             if (kernels->parsed()) return run_bench_kernels(kernels->remaining());
-            if (spec->parsed()) return run_bench_spec(*args);
+            if (spec->parsed())
+              return run_bench_spec(*args, [spec](const std::string& f) { return spec->count(f) > 0; });
             return kExitUsage;
           }};
 }

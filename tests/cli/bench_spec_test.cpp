@@ -39,12 +39,16 @@ nlohmann::json read_json(const std::string& path) {
 TEST_CASE("bench spec on the CPU reports every row and speculation changes no token") {
   const std::string out = temp_path("spec.json");
   constexpr int kMaxTokens = 16;
+  // The fixtures' 512 positions are too few for the repetitive prompts; the context comes from a serve-style
+  // YAML file (without it the run would stop at exit 2).
+  const std::string yaml = temp_path("bench.yaml");
+  std::ofstream(yaml) << "ctx-size: 2048\n";
   // The draft model is the target itself: same weights and the same CPU numerics, so every greedy draft is
   // the target's own pick and must be accepted; anything less means the drafter fell out of step.
   const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--draft-model",
                                             kModels + "/qwen3", "--device", "cpu", "--batch", "1,2", "--spec",
                                             "off,ngram,draft", "--spec-k", "3", "--max-tokens",
-                                            std::to_string(kMaxTokens), "--ctx-size", "2048", "--threads", "2",
+                                            std::to_string(kMaxTokens), "--config", yaml, "--threads", "2",
                                             "--prompts", kPrompts, "--json", out});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
