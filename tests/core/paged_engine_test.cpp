@@ -157,3 +157,41 @@ TEST_CASE("a request may use the whole KV pool; one that cannot fit it alone is 
   REQUIRE(eventually([&] { return rig.engine->idle(); }));
   CHECK(rig.engine->stats().kv_free_blocks == 32);
 }
+
+TEST_CASE("sixteen slots over a pool that holds a few contexts: every request completes with its solo tokens",
+          "[engine][cpu][paged]") {
+  EngineOptions opts;
+  opts.prefill_chunk = 8;
+  opts.max_window_tokens = 24;
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 16; ++i)
+    prompts.push_back("# task " + std::to_string(i) + "\ndef solve_" + std::to_string(i * 7) + "(n):\n");
+  std::vector<std::vector<TokenId>> solo;
+  {
+    PagedRig alone(opts, 1, 128, 0, 4);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      Outcome o = run_one(*alone.engine, request("solo" + std::to_string(i), prompts[i], 20, true, 300 + i), 60s);
+      REQUIRE(o.finished);
+      solo.push_back(o.ids());
+    }
+  }
+  // 40 blocks of 4 = 160 positions for 16 requests of ~40 positions each.
+  PagedRig crowd(opts, 16, 128, 40, 4);
+  std::vector<std::shared_ptr<RequestChannel>> chans;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    chans.push_back(std::make_shared<RequestChannel>());
+    REQUIRE(crowd.engine->submit(request("r" + std::to_string(i), prompts[i], 20, true, 300 + i), chans.back()) ==
+            SubmitResult::Accepted);
+  }
+  for (size_t i = 0; i < chans.size(); ++i) {
+    Outcome o = collect(*chans[i], 60s);
+    INFO("request " << i);
+    REQUIRE(o.finished);
+    CHECK(o.ids() == solo[i]);
+  }
+  REQUIRE(eventually([&] { return crowd.engine->idle(); }));
+  const EngineStats st = crowd.engine->stats();
+  CHECK(st.slots_busy == 0);
+  CHECK(st.kv_free_blocks == 40);
+  CHECK(st.preemptions > 0);  // 16 x ~40 positions cannot all be held at once
+}
