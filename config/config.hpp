@@ -34,6 +34,7 @@ struct BackendOptions {
   double gpu_memory_fraction = 0.9; // of the free device memory after weights (CUDA only)
   int kv_block_size = 16;           // positions per paged KV block (CPU)
   int kv_cache_blocks = 0;          // paged KV blocks (CPU); 0 = from kv_cache_gb, else max_slots full contexts
+  bool batch_invariant = false;     // CUDA: every window through the fixed-order kernels (exact, slower batches)
 };
 constexpr int kDefaultCtxCap = 4096;
 

@@ -194,6 +194,10 @@ std::vector<OptionSpec> make_table() {
   t.push_back(real("gpu-memory-fraction", M, "Fraction of free GPU memory the KV cache may take (CUDA)",
                    kScopeModel, [](Config& c) -> double& { return c.backend.gpu_memory_fraction; }, 0.0, 1.0,
                    true));
+  t.push_back(flag("batch-invariant", M,
+                   "CUDA: run every window through the fixed-order kernels, so a request's tokens do not depend on "
+                   "the other requests in its windows or on its prompt's chunking (batch windows get slower)",
+                   kScopeModel, [](Config& c) -> bool& { return c.backend.batch_invariant; }));
   t.push_back(integer("kv-block-size", M, "Positions per paged KV block (CPU backend)", kScopeModel,
                       [](Config& c) -> int& { return c.backend.kv_block_size; }, 1, 4096));
   t.push_back(integer("kv-cache-blocks", M,

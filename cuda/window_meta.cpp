@@ -34,7 +34,15 @@ MetaLayout::MetaLayout(const WindowShape& s) {
   words = pick_specs + kPickWords * s.out_rows;
 }
 
-WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits) {
+int bucket_rows(int n) {
+  if (n <= 16) return pow2_at_least(std::max(n, 1));
+  // Steps of about 1.5x: 24, 32, 48, 64, 96, 128, ... so padding costs at most a third of a window.
+  int b = 16;
+  while (b < n) b = (b & (b - 1)) == 0 ? b + b / 2 : (b / 3) * 4;
+  return b;
+}
+
+WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits, SlotId pad_slot, int pad_span) {
   WindowMeta m;
   const int T = last - first;
   // Query tiles: runs of consecutive rows of one slot at consecutive positions, cut every kAttnQueryTile.
@@ -53,9 +61,25 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
     }
     if (r.want_pick || r.want_logits || r.n_logprobs >= 0) m.out_rows.push_back(i);
   }
-  m.shape.rows = T;
-  m.shape.out_rows = int(m.out_rows.size());
-  m.shape.tiles_cap = std::min(T, pow2_at_least(int(tile_first.size())));
+  // Padding rows (when pad_slot is a slot): token 0 at positions 0 .. pad_span - 1 of the scratch slot, over
+  // and over, in tiles of their own (a tile ends where the positions start again), no output. Rows at the same
+  // position write the same K/V values to the same cell. They fill the window up to its row bucket so a bounded set of graphs covers every
+  // window; a real row never reads them (other slot) and its arithmetic does not depend on them.
+  const int Tb = pad_slot == kNoSlot ? T : bucket_rows(T);
+  const int span = std::max(1, std::min(pad_span, kAttnQueryTile));
+  for (int i = T; i < Tb; ++i) {
+    if ((i - T) % span == 0) {
+      tile_first.push_back(i);
+      tile_rows.push_back(1);
+    } else {
+      ++tile_rows.back();
+    }
+  }
+  const int R = int(m.out_rows.size());
+  const int Rb = pad_slot == kNoSlot || R == 0 ? R : std::min(bucket_rows(R), Tb);
+  m.shape.rows = Tb;
+  m.shape.out_rows = Rb;
+  m.shape.tiles_cap = std::min(Tb, pow2_at_least(int(tile_first.size())));
   m.shape.splits_cap = std::min(max_splits, pow2_at_least(max_pos / kAttnSplit + 1));
   const MetaLayout L(m.shape);
   m.words.assign(size_t(L.words), 0);
@@ -65,7 +89,12 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
     m.words[size_t(L.pos + i)] = r.pos;
     m.words[size_t(L.slot + i)] = r.slot;
   }
-  for (size_t i = 0; i < m.out_rows.size(); ++i) m.words[size_t(L.out_rows) + i] = m.out_rows[i];
+  for (int i = T; i < Tb; ++i) {
+    m.words[size_t(L.pos + i)] = (i - T) % span;
+    m.words[size_t(L.slot + i)] = pad_slot;
+  }
+  // Padded output rows recompute the last real one; the host reads only the first R picks.
+  for (int i = 0; i < Rb; ++i) m.words[size_t(L.out_rows + i)] = m.out_rows[size_t(std::min(i, R - 1))];
   m.words[size_t(L.n_tiles)] = int32_t(tile_first.size());
   for (size_t i = 0; i < tile_first.size(); ++i) {
     m.words[size_t(L.tile_first) + i] = tile_first[i];

@@ -5,6 +5,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -18,6 +19,8 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
 
 __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* __restrict__ logits, int vocab,
                                                           int* __restrict__ picks) {
+  pdl_wait();
+  pdl_launch_dependents();
   __shared__ float sv[kThreads / 32];
   __shared__ int si[kThreads / 32];
   const float* z = logits + size_t(blockIdx.x) * vocab;
@@ -54,7 +57,7 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* __restric
 
 void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream) {
   if (rows <= 0) return;
-  argmax_kernel<<<rows, kThreads, 0, stream>>>(logits, vocab, picks);
+  launch_kernel(argmax_kernel, rows, kThreads, 0, stream, logits, vocab, picks);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

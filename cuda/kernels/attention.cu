@@ -13,6 +13,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -52,6 +53,8 @@ __device__ Smem carve(float* base, int hd) {
 }
 
 __global__ void __launch_bounds__(kThreads) attention_partial(AttentionParams a) {
+  pdl_wait();
+  pdl_launch_dependents();
   extern __shared__ __align__(16) float smem_raw[];
   const int tile = blockIdx.z;
   if (tile >= *a.n_tiles) return;
@@ -182,6 +185,8 @@ __global__ void __launch_bounds__(kThreads) attention_partial(AttentionParams a)
 
 // Merges a row's splits in split order: weights exp(m_s - M) against the largest split max M.
 __global__ void __launch_bounds__(kThreads) attention_combine(AttentionParams a) {
+  pdl_wait();
+  pdl_launch_dependents();
   extern __shared__ float w[];  // [max_splits], then the total
   const int r = blockIdx.x, h = blockIdx.y, hd = a.head_dim;
   const int ns = a.pos[r] / kAttnSplit + 1;
@@ -229,10 +234,10 @@ void launch_attention(const AttentionParams& a, cudaStream_t stream) {
                 ") or heads " + std::to_string(a.n_heads) + "/" + std::to_string(a.n_kv_heads) + " unsupported");
   const size_t smem = attention_smem_bytes(a.head_dim);
   const dim3 grid(a.grid_splits, a.n_heads, a.max_tiles);
-  attention_partial<<<grid, kThreads, smem, stream>>>(a);
+  launch_kernel(attention_partial, grid, kThreads, smem, stream, a);
   STRATA_CUDA_CHECK_LAUNCH();
   const size_t csmem = sizeof(float) * (size_t(a.max_splits) + 1);
-  attention_combine<<<dim3(a.rows, a.n_heads), kThreads, csmem, stream>>>(a);
+  launch_kernel(attention_combine, dim3(a.rows, a.n_heads), kThreads, csmem, stream, a);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

@@ -5,6 +5,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -12,6 +13,8 @@ namespace {
 
 __global__ void embedding_bf16(const __nv_bfloat16* __restrict__ table, int hidden, const int* __restrict__ tokens,
                                float* __restrict__ x) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int r = blockIdx.x;
   const __nv_bfloat16* src = table + size_t(tokens[r]) * hidden;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = __bfloat162float(src[i]);
@@ -19,6 +22,8 @@ __global__ void embedding_bf16(const __nv_bfloat16* __restrict__ table, int hidd
 
 __global__ void embedding_f32(const float* __restrict__ table, int hidden, const int* __restrict__ tokens,
                               float* __restrict__ x) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int r = blockIdx.x;
   const float* src = table + size_t(tokens[r]) * hidden;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = src[i];
@@ -30,9 +35,9 @@ void launch_embedding(const void* table, WType t, int hidden, const int* tokens,
                       cudaStream_t stream) {
   if (rows <= 0) return;
   if (t == WType::BF16)
-    embedding_bf16<<<rows, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(table), hidden, tokens, x);
+    launch_kernel(embedding_bf16, rows, 256, 0, stream, static_cast<const __nv_bfloat16*>(table), hidden, tokens, x);
   else
-    embedding_f32<<<rows, 256, 0, stream>>>(static_cast<const float*>(table), hidden, tokens, x);
+    launch_kernel(embedding_f32, rows, 256, 0, stream, static_cast<const float*>(table), hidden, tokens, x);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

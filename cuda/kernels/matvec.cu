@@ -9,6 +9,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -16,6 +17,7 @@ namespace {
 
 constexpr int kWarps = 8;  // output elements per block
 constexpr int kMaxTile = 16;
+constexpr int kInFlight = 8;  // 16-byte weight loads each lane issues before it uses the first
 
 __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   uint4 r;
@@ -50,6 +52,8 @@ template <class W, int RT>
 __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict__ w, int n, int k,
                                                              const float* __restrict__ x, int rows,
                                                              float* __restrict__ y) {
+  pdl_wait();
+  pdl_launch_dependents();
   constexpr int V = Vec<W>::n;
   const int lane = threadIdx.x & 31;
   const int j = blockIdx.x * kWarps + (threadIdx.x >> 5);
@@ -61,24 +65,35 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict
   float acc[RT];
 #pragma unroll
   for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
-#pragma unroll 4
-  for (int v = lane; v < nvec; v += 32) {
-    float wf[V];
-    Vec<W>::unpack(load_stream(wrow + v), wf);
+  // kInFlight weight vectors are loaded before any of them is used, so each lane keeps that many 16-byte
+  // loads in flight (the loads are volatile asm: they issue in program order, ahead of the FMAs). The FMAs
+  // still take vectors l, l + 32, l + 64, ... in order, so the arithmetic is the one described above.
+  for (int v0 = lane; v0 < nvec; v0 += 32 * kInFlight) {
+    uint4 raw[kInFlight];
 #pragma unroll
-    for (int r = 0; r < RT; ++r) {
-      if (r < nr) {
-        const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
-        float a = acc[r];
+    for (int u = 0; u < kInFlight; ++u)
+      if (v0 + 32 * u < nvec) raw[u] = load_stream(wrow + v0 + 32 * u);
 #pragma unroll
-        for (int q = 0; q < V / 4; ++q) {
-          const float4 xv = __ldg(xr + q);
-          a = __fmaf_rn(wf[4 * q + 0], xv.x, a);
-          a = __fmaf_rn(wf[4 * q + 1], xv.y, a);
-          a = __fmaf_rn(wf[4 * q + 2], xv.z, a);
-          a = __fmaf_rn(wf[4 * q + 3], xv.w, a);
+    for (int u = 0; u < kInFlight; ++u) {
+      const int v = v0 + 32 * u;
+      if (v >= nvec) break;
+      float wf[V];
+      Vec<W>::unpack(raw[u], wf);
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+        if (r < nr) {
+          const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
+          float a = acc[r];
+#pragma unroll
+          for (int q = 0; q < V / 4; ++q) {
+            const float4 xv = __ldg(xr + q);
+            a = __fmaf_rn(wf[4 * q + 0], xv.x, a);
+            a = __fmaf_rn(wf[4 * q + 1], xv.y, a);
+            a = __fmaf_rn(wf[4 * q + 2], xv.z, a);
+            a = __fmaf_rn(wf[4 * q + 3], xv.w, a);
+          }
+          acc[r] = a;
         }
-        acc[r] = a;
       }
     }
   }
@@ -92,7 +107,7 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict
 template <class W, int RT>
 void launch_tile(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   const dim3 grid((n + kWarps - 1) / kWarps, (rows + RT - 1) / RT);
-  matvec_kernel<W, RT><<<grid, kWarps * 32, 0, stream>>>(static_cast<const W*>(w), n, k, x, rows, y);
+  launch_kernel(matvec_kernel<W, RT>, grid, kWarps * 32, 0, stream, static_cast<const W*>(w), n, k, x, rows, y);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

@@ -5,6 +5,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -14,6 +15,8 @@ constexpr int kThreads = 128;
 constexpr int kMaxHeadDim = 256;
 
 __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ qkv, QkvRopeParams p) {
+  pdl_wait();
+  pdl_launch_dependents();
   __shared__ float head[kMaxHeadDim];
   __shared__ float inv_s;
   const int r = blockIdx.x, h = blockIdx.y;
@@ -66,7 +69,7 @@ void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, cudaStream_t 
     throw Error("cuda qkv_rope: head_dim " + std::to_string(p.head_dim) + " must be even and at most " +
                 std::to_string(kMaxHeadDim));
   const dim3 grid(rows, p.n_heads + 2 * p.n_kv_heads);
-  qkv_rope_kernel<<<grid, kThreads, 0, stream>>>(qkv, p);
+  launch_kernel(qkv_rope_kernel, grid, kThreads, 0, stream, qkv, p);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

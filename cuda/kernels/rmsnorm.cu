@@ -7,6 +7,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -20,6 +21,8 @@ __global__ void __launch_bounds__(kThreads) add_rmsnorm_kernel(float* __restrict
                                                                const int* __restrict__ row_map, int n, float eps,
                                                                bool write_back, float* __restrict__ y,
                                                                __nv_bfloat16* __restrict__ y16) {
+  pdl_wait();
+  pdl_launch_dependents();
   __shared__ float scratch[32];
   const int i_out = blockIdx.x;
   const int src = row_map ? row_map[i_out] : i_out;
@@ -49,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) add_rmsnorm_kernel(float* __restrict
 void launch_add_rmsnorm(float* x, const float* delta, const float* bias, const float* weight, const int* row_map,
                         int rows, int n, float eps, bool write_back, float* y, void* y16, cudaStream_t stream) {
   if (rows <= 0) return;
-  add_rmsnorm_kernel<<<rows, kThreads, 0, stream>>>(x, delta, bias, weight, row_map, n, eps, write_back, y,
+  launch_kernel(add_rmsnorm_kernel, rows, kThreads, 0, stream, x, delta, bias, weight, row_map, n, eps, write_back, y,
                                                     static_cast<__nv_bfloat16*>(y16));
   STRATA_CUDA_CHECK_LAUNCH();
 }

@@ -14,6 +14,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -42,6 +43,8 @@ __device__ double philox_uniform_dev(uint64_t seed, uint64_t position) {
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int vocab,
                                                           const int32_t* __restrict__ specs, int* __restrict__ picks) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int32_t* spec = specs + size_t(blockIdx.x) * kPickWords;
   if (spec[0] != 1) return;  // greedy or host-picked row: the argmax (or the host) answers
   const int top_k = spec[1];
@@ -142,7 +145,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
 
 void launch_sample(const float* logits, int rows, int vocab, const int32_t* specs, int* picks, cudaStream_t stream) {
   if (rows <= 0) return;
-  sample_kernel<<<rows, kThreads, 0, stream>>>(logits, vocab, specs, picks);
+  launch_kernel(sample_kernel, rows, kThreads, 0, stream, logits, vocab, specs, picks);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

@@ -5,6 +5,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/launch.cuh"
 
 namespace strata {
 namespace cuda {
@@ -12,6 +13,8 @@ namespace {
 
 __global__ void swiglu_kernel(const float* __restrict__ gu, int ff, float* __restrict__ act,
                               __nv_bfloat16* __restrict__ act16) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int r = blockIdx.y;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= ff) return;
@@ -27,7 +30,7 @@ __global__ void swiglu_kernel(const float* __restrict__ gu, int ff, float* __res
 void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream) {
   if (rows <= 0) return;
   const dim3 grid((ff + 255) / 256, rows);
-  swiglu_kernel<<<grid, 256, 0, stream>>>(gu, ff, act, static_cast<__nv_bfloat16*>(act16));
+  launch_kernel(swiglu_kernel, grid, 256, 0, stream, gu, ff, act, static_cast<__nv_bfloat16*>(act16));
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

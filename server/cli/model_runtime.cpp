@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "config/default_model.hpp"
 #include "engine/core/faults.hpp"
@@ -33,6 +34,7 @@ struct BackendShape {
   bool prefix_caching = true;        // CPU
   double kv_cache_gb = 0.0;          // CUDA
   double gpu_memory_fraction = 0.0;  // CUDA
+  bool batch_invariant = false;      // CUDA: fixed-order kernels for every window
 };
 
 // The one backend choice for both the target and the draft model: CUDA (device 0, the only one used) when
@@ -46,6 +48,10 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     opts.max_context = shape.max_context;
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
+    // Batch windows of more than 16 rows (and prompt chunks) take the tensor-core path unless batch invariance
+    // is asked for; verify windows of one slot (at most 16 rows) always stay on the exact skinny kernel.
+    opts.max_output_rows = 256;
+    opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max() : 17;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #else
@@ -128,6 +134,7 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
     const double block_bytes = 2.0 * mc.num_layers * mc.num_kv_heads * mc.head_dim * 4.0 * shape.kv_block_size;
     shape.kv_blocks = std::max(1, static_cast<int>(std::min(config.backend.kv_cache_gb * 1e9 / block_bytes, 1e9)));
   }
+  shape.batch_invariant = config.backend.batch_invariant;
   return backend_factory_for(runtime.model, runtime.device, shape);
 }
 

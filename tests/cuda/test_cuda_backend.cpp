@@ -28,7 +28,8 @@ TEST_CASE("the KV budget decides how many slots fit, and one that holds none is 
   o.kv_cache_gb = 3.5 * slot_gb(model->config, 64);
   CudaBackend three(*model, o);
   CHECK(three.info().max_slots == 3);
-  CHECK(three.memory().kv_bytes == size_t(3 * slot_gb(model->config, 64) * 1e9 + 0.5));
+  // Three slots plus the scratch slot that padding rows of bucketed windows write.
+  CHECK(three.memory().kv_bytes == size_t(4 * slot_gb(model->config, 64) * 1e9 + 0.5));
   CHECK(three.memory().weights_bytes > 0);
   CHECK(three.memory().free_bytes > 0);
 

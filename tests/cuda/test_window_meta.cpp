@@ -91,3 +91,49 @@ TEST_CASE("the skinny matmul refuses an inner dimension its 16-byte loads cannot
   CHECK_THROWS_WITH(launch_matvec(nullptr, WType::F32, 8, 6, nullptr, 1, nullptr, nullptr),
                     Contains("not a multiple of 4"));
 }
+
+TEST_CASE("row buckets: powers of two to 16, then steps of about 1.5x", "[host]") {
+  std::vector<int> got;
+  for (int n : {1, 2, 3, 5, 9, 16, 17, 25, 33, 49, 64, 65, 97, 129, 4096}) got.push_back(bucket_rows(n));
+  CHECK(got == std::vector<int>{1, 2, 4, 8, 16, 16, 24, 32, 48, 64, 64, 96, 128, 192, 4096});
+  for (int n = 1; n <= 5000; ++n) {
+    const int b = bucket_rows(n);
+    REQUIRE(b >= n);
+    REQUIRE(bucket_rows(b) == b);            // a bucket is its own bucket
+    if (n > 16) REQUIRE(2 * b <= 3 * n);  // padding is at most a third of the bucket
+  }
+}
+
+TEST_CASE("a padded window keeps its real rows and fills the bucket with scratch-slot rows", "[host]") {
+  // 37 decode rows of 37 slots, every one asking for a pick: 48 rows and 48 output rows.
+  Window w;
+  for (int s = 0; s < 37; ++s) w.rows.push_back(row(s, 10 + s, 5 + s, true, false));
+  const SlotId scratch = 40;
+  const WindowMeta m = build_window_meta(w, 0, 37, 8, scratch, 64);
+  CHECK(m.shape.rows == 48);
+  CHECK(m.shape.out_rows == 48);
+  CHECK(m.out_rows.size() == 37);  // what the host reads back
+  const MetaLayout L(m.shape);
+  for (int i = 0; i < 37; ++i) {
+    REQUIRE(m.words[size_t(L.slot + i)] == i);
+    REQUIRE(m.words[size_t(L.pos + i)] == 5 + i);
+  }
+  for (int i = 37; i < 48; ++i) {
+    REQUIRE(m.words[size_t(L.slot + i)] == scratch);
+    REQUIRE(m.words[size_t(L.pos + i)] == i - 37);
+    REQUIRE(m.words[size_t(L.tokens + i)] == 0);
+  }
+  // Padded output rows point at a real row; the tiles: 37 single-row ones, then one tile of the 11 padding rows.
+  for (int i = 37; i < 48; ++i) REQUIRE(m.words[size_t(L.out_rows + i)] == 36);
+  CHECK(m.words[size_t(L.n_tiles)] == 38);
+  CHECK(m.words[size_t(L.tile_first + 37)] == 37);
+  CHECK(m.words[size_t(L.tile_rows + 37)] == 11);
+  CHECK(m.shape.tiles_cap == 48);  // min(rows, next power of two of 38)
+  // The span caps the padding positions (a scratch slot with a short context) and starts a new tile each time.
+  const WindowMeta short_ctx = build_window_meta(w, 0, 37, 8, scratch, 4);
+  const MetaLayout S(short_ctx.shape);
+  CHECK(short_ctx.words[size_t(S.pos + 41)] == 0);
+  CHECK(short_ctx.words[size_t(S.n_tiles)] == 37 + 3);
+  // Without a scratch slot nothing is padded.
+  CHECK(build_window_meta(w, 0, 37, 8).shape.rows == 37);
+}

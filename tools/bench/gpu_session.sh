@@ -5,6 +5,8 @@
 #
 #   tools/bench/gpu_session.sh BINDIR [steps...]     steps: info test serve bench1b bench8b (default: all)
 #
+#   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); sweep1b sweep8b
+#   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz)
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
@@ -46,6 +48,26 @@ for step in $steps; do
     bench8b)
       make_model 8b /tmp/llama-8b
       run timeout 200 "$bin/strata_bench_cuda" --model /tmp/llama-8b --prompt 256 --tokens 256 --prefill 512,4096 2>&1 | tee "$out/bench_8b.log" ;;
+    ncu1b|ncu8b)  # per-kernel times of decode steps (the last replays of the run), CSV for tools/bench/ncu_summary.py
+      shape=${step#ncu}; make_model "$shape" /tmp/llama-$shape
+      run timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+        --launch-skip 0 --launch-count 4000 "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 \
+        --tokens 4 --prefill 512 >"$out/ncu_$shape.csv" 2>"$out/ncu_$shape.err"
+      python3 tools/bench/ncu_summary.py "$out/ncu_$shape.csv" | tee "$out/ncu_$shape.txt" ;;
+    sweep1b|sweep8b|sweep8b-invariant)  # streaming clients through HTTP (tools/bench/bench_serve.mjs)
+      shape=${step#sweep}; shape=${shape%-invariant}; make_model "$shape" /tmp/llama-$shape
+      extra=""; [ "${step%-invariant}" != "$step" ] && extra="--batch-invariant"
+      levels=${SWEEP_LEVELS:-1,8,32,64,128}
+      node=$(command -v node || true)
+      if [ -z "$node" ]; then xz -dc .devcarry/node.xz >/tmp/node && chmod +x /tmp/node && node=/tmp/node; fi
+      LD_LIBRARY_PATH="$libs" "$bin/strata" serve --model /tmp/llama-$shape --device cuda --port 18081 \
+        --max-slots 128 --ctx-size 1024 --max-queued 4096 $extra >"$out/serve_$step.log" 2>&1 &
+      pid=$!
+      for i in $(seq 240); do curl -sf localhost:18081/ready >/dev/null && break; kill -0 $pid || break; sleep 0.5; done
+      timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency "$levels" \
+        --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 --ignore-eos --quiet \
+        --json "$out/sweep_$step.json" --png "$out/sweep_$step.png" 2>&1 | tee "$out/sweep_$step.txt"
+      kill $pid; wait $pid; grep -iE "error|warn" "$out/serve_$step.log" | head -5 ;;
     *) echo "unknown step $step" ;;
   esac
 done
