@@ -85,8 +85,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       launch_attention(ap, stream);
     matmul(Ly.wo, ws.att, ws.tmp);
     launch_add_rmsnorm(ws.x, ws.tmp, Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, ws.xn, in16, stream);
-    matmul(Ly.wgu, ws.xn, ws.gu);
-    launch_swiglu(ws.gu, T, FF, ws.act, in16, stream);
+    if (use_gemm) {
+      matmul(Ly.wgu, ws.xn, ws.gu);
+      launch_swiglu(ws.gu, T, FF, ws.act, in16, stream);
+    } else {
+      launch_matvec_swiglu(Ly.wgu.ptr, Ly.wgu.type, FF, Ly.wgu.cols, ws.xn, T, ws.act, stream);
+    }
     matmul(Ly.wdown, ws.act, ws.tmp);
     if (l + 1 < w.layers.size())
       launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.layers[l + 1].attn_norm, nullptr, T, H, eps, true, ws.xn, in16,

@@ -100,6 +100,11 @@ void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, c
 // order fixed by k alone (lane l takes vectors l, l + 32, ...; then a butterfly over the warp), so a row's
 // result does not depend on how many rows share the launch.
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream);
+// The MLP's first half on the skinny kernel: w is the stacked [gate | up] matrix (2 ff rows of k), and
+// act[r][i] = silu(gate) * up with gate and up computed as launch_matvec computes them and the product as
+// launch_swiglu does, so it gives the bits of launch_matvec followed by launch_swiglu in one kernel.
+void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
+                          cudaStream_t stream);
 
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).

@@ -48,23 +48,12 @@ struct Vec<float> {
   }
 };
 
+// One output element's dot products over the weight row `wrow` for the tile's rows, accumulated into acc.
 template <class W, int RT>
-__global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict__ w, int n, int k,
-                                                             const float* __restrict__ x, int rows,
-                                                             float* __restrict__ y) {
-  pdl_wait();
-  pdl_launch_dependents();
+__device__ __forceinline__ void dot_rows(const uint4* __restrict__ wrow, int k, const float* __restrict__ x, int r0,
+                                         int nr, int lane, float* acc) {
   constexpr int V = Vec<W>::n;
-  const int lane = threadIdx.x & 31;
-  const int j = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (j >= n) return;
-  const int r0 = blockIdx.y * RT;
-  const int nr = min(RT, rows - r0);
-  const uint4* wrow = reinterpret_cast<const uint4*>(w + size_t(j) * k);
   const int nvec = k / V;
-  float acc[RT];
-#pragma unroll
-  for (int r = 0; r < RT; ++r) acc[r] = 0.0f;
   // kInFlight weight vectors are loaded before any of them is used, so each lane keeps that many 16-byte
   // loads in flight (the loads are volatile asm: they issue in program order, ahead of the FMAs). The FMAs
   // still take vectors l, l + 32, l + 64, ... in order, so the arithmetic is the one described above.
@@ -97,42 +86,79 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict
       }
     }
   }
+}
+
+// y[r][j] = w[j] . x[r] for the tile's rows. With Swiglu, the warp takes the gate row j and the up row n + j of
+// a stacked [gate | up] matrix (each with exactly the arithmetic above) and writes y[r][j] = silu(gate) * up
+// as launch_swiglu computes it, so the fused and unfused paths give the same bits.
+template <class W, int RT, bool Swiglu>
+__global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict__ w, int n, int k,
+                                                             const float* __restrict__ x, int rows,
+                                                             float* __restrict__ y) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int lane = threadIdx.x & 31;
+  const int j = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (j >= n) return;
+  const int r0 = blockIdx.y * RT;
+  const int nr = min(RT, rows - r0);
+  float acc[RT], up[RT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) acc[r] = up[r] = 0.0f;
+  dot_rows<W, RT>(reinterpret_cast<const uint4*>(w + size_t(j) * k), k, x, r0, nr, lane, acc);
+  if (Swiglu) dot_rows<W, RT>(reinterpret_cast<const uint4*>(w + (size_t(n) + j) * k), k, x, r0, nr, lane, up);
 #pragma unroll
   for (int r = 0; r < RT; ++r) {
-    const float s = warp_sum(acc[r]);
-    if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = s;
+    const float g = warp_sum(acc[r]);
+    if (!Swiglu) {
+      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = g;
+    } else {
+      const float u = warp_sum(up[r]);
+      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
+    }
   }
 }
 
-template <class W, int RT>
+template <class W, int RT, bool Swiglu>
 void launch_tile(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   const dim3 grid((n + kWarps - 1) / kWarps, (rows + RT - 1) / RT);
-  launch_kernel(matvec_kernel<W, RT>, grid, kWarps * 32, 0, stream, static_cast<const W*>(w), n, k, x, rows, y);
+  launch_kernel(matvec_kernel<W, RT, Swiglu>, grid, kWarps * 32, 0, stream, static_cast<const W*>(w), n, k, x,
+                rows, y);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
-template <class W>
+template <class W, bool Swiglu>
 void launch_typed(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   // The tile only decides how many rows share a weight load; each row's arithmetic is the same in all of them.
-  if (rows <= 1) return launch_tile<W, 1>(w, n, k, x, rows, y, stream);
-  if (rows <= 2) return launch_tile<W, 2>(w, n, k, x, rows, y, stream);
-  if (rows <= 4) return launch_tile<W, 4>(w, n, k, x, rows, y, stream);
-  if (rows <= 8) return launch_tile<W, 8>(w, n, k, x, rows, y, stream);
-  return launch_tile<W, kMaxTile>(w, n, k, x, rows, y, stream);
+  if (rows <= 1) return launch_tile<W, 1, Swiglu>(w, n, k, x, rows, y, stream);
+  if (rows <= 2) return launch_tile<W, 2, Swiglu>(w, n, k, x, rows, y, stream);
+  if (rows <= 4) return launch_tile<W, 4, Swiglu>(w, n, k, x, rows, y, stream);
+  if (rows <= 8) return launch_tile<W, 8, Swiglu>(w, n, k, x, rows, y, stream);
+  return launch_tile<W, kMaxTile, Swiglu>(w, n, k, x, rows, y, stream);
 }
 
-}  // namespace
-
-void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+template <bool Swiglu>
+void launch_checked(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return;
   const int vec = t == WType::BF16 ? 8 : 4;
   if (k % vec != 0)
     throw Error("cuda matvec: inner dimension " + std::to_string(k) + " is not a multiple of " +
                 std::to_string(vec) + " (16-byte weight loads)");
   if (t == WType::BF16)
-    launch_typed<__nv_bfloat16>(w, n, k, x, rows, y, stream);
+    launch_typed<__nv_bfloat16, Swiglu>(w, n, k, x, rows, y, stream);
   else
-    launch_typed<float>(w, n, k, x, rows, y, stream);
+    launch_typed<float, Swiglu>(w, n, k, x, rows, y, stream);
+}
+
+}  // namespace
+
+void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  launch_checked<false>(w, t, n, k, x, rows, y, stream);
+}
+
+void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
+                          cudaStream_t stream) {
+  launch_checked<true>(w, t, ff, k, x, rows, act, stream);
 }
 
 }  // namespace cuda
