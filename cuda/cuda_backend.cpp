@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
@@ -63,12 +65,15 @@ struct CudaBackend::Impl {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   cuda::DeviceWeights weights;
-  cuda::DeviceBuffer rope_cos, rope_sin, workspace, cublas_ws, kv_k, kv_v;
-  cuda::PinnedBuffer meta_host, picks_host;
+  cuda::DeviceBuffer rope_cos, rope_sin, workspace, cublas_ws, kv_k, kv_v, table_dev;
+  cuda::PinnedBuffer meta_host, picks_host, table_host;
   cuda::ForwardContext fwd;
   std::map<cuda::WindowShape, std::unique_ptr<Graph>> graphs;
-  SlotBook book;  // sized by allocate_kv(): the KV budget decides how many slots there are
-  SlotId scratch_slot = kNoSlot;  // the arena's extra slot: padding rows write there
+  SlotBook book;  // paged; allocate_kv() sizes its pool from the KV budget
+  // Padding rows of bucketed windows run as this slot id (one past the last real slot): its table row points
+  // at the reserved block num_blocks, outside the pool, so they never write a cell a real slot owns.
+  SlotId scratch_slot = kNoSlot;
+  int table_stride = 0;  // block-table entries per slot: ceil(max_context / block_size)
   int max_splits = 0;
   CudaMemoryReport mem;
 
@@ -123,6 +128,12 @@ struct CudaBackend::Impl {
       bad("kv_cache_gb must be a finite number >= 0, found " + std::to_string(opts.kv_cache_gb));
     if (!(opts.gpu_memory_fraction >= 0.0 && opts.gpu_memory_fraction <= 1.0))
       bad("gpu_memory_fraction must be in [0, 1], found " + std::to_string(opts.gpu_memory_fraction));
+    if (opts.kv_block_size < 1 || opts.kv_block_size > 4096)
+      bad("kv_block_size must be within [1, 4096], found " + std::to_string(opts.kv_block_size));
+    if (opts.kv_blocks < 0) bad("kv_blocks must not be negative, found " + std::to_string(opts.kv_blocks));
+    if (opts.max_slots > 4096) bad("max_slots " + std::to_string(opts.max_slots) + " is above 4096");
+    if (opts.max_context > (1 << 22))
+      bad("max_context " + std::to_string(opts.max_context) + " is above the supported 4194304");
     const int n = device_count();
     if (n == 0) bad("no CUDA device is visible");
     if (opts.device < 0 || opts.device >= n)
@@ -201,52 +212,94 @@ struct CudaBackend::Impl {
     mem.workspace_bytes = total + cublas_ws.bytes() + rope_cos.bytes() + rope_sin.bytes();
   }
 
-  // The KV arena is allocated once: slots x max_context positions x layers, k and v in fp32, plus one scratch
-  // slot that the padding rows of bucketed windows write (never handed out).
+  // The KV pool is allocated once: K and V each [layer][cell][kv_dim] fp32 with (num_blocks + 1) x block_size
+  // cells; block num_blocks is the padding rows' scratch block, never in the pool. The block table lives on
+  // the device at a fixed address (graphs stay valid); upload_tables() refreshes it before each window.
   void allocate_kv() {
-    const size_t per_slot = size_t(cfg.num_layers) * size_t(opts.max_context) * size_t(kv_dim()) * 4 * 2;
+    const int bs = opts.kv_block_size;
+    table_stride = (opts.max_context + bs - 1) / bs;
+    const size_t per_block = size_t(cfg.num_layers) * size_t(bs) * size_t(kv_dim()) * 4 * 2;
+    const size_t full = size_t(opts.max_slots) * size_t(table_stride);  // every slot's whole context
     size_t free_b = 0, total_b = 0;
     STRATA_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    size_t budget;
+    size_t blocks;
     std::string how;
-    if (opts.kv_cache_gb > 0.0) {
-      budget = size_t(opts.kv_cache_gb * 1e9);
-      how = "kv_cache_gb " + std::to_string(opts.kv_cache_gb);
-    } else if (opts.gpu_memory_fraction > 0.0) {
-      const double cap = opts.gpu_memory_fraction * double(total_b);
-      const double used = double(total_b - free_b);
-      budget = cap > used ? size_t(cap - used) : 0;
-      how = "gpu_memory_fraction " + std::to_string(opts.gpu_memory_fraction) + " (" + gb(size_t(cap)) +
-            " of which " + gb(size_t(used)) + " already in use)";
+    if (opts.kv_blocks > 0) {
+      blocks = size_t(opts.kv_blocks);
+      how = "kv_blocks " + std::to_string(opts.kv_blocks);
     } else {
-      budget = per_slot * size_t(opts.max_slots);
-      how = "max_slots " + std::to_string(opts.max_slots);
+      size_t budget;
+      if (opts.kv_cache_gb > 0.0) {
+        budget = size_t(opts.kv_cache_gb * 1e9);
+        how = "kv_cache_gb " + std::to_string(opts.kv_cache_gb);
+      } else if (opts.gpu_memory_fraction > 0.0) {
+        const double cap = opts.gpu_memory_fraction * double(total_b);
+        const double used = double(total_b - free_b);
+        budget = cap > used ? size_t(cap - used) : 0;
+        how = "gpu_memory_fraction " + std::to_string(opts.gpu_memory_fraction) + " (" + gb(size_t(cap)) +
+              " of which " + gb(size_t(used)) + " already in use)";
+      } else {
+        budget = per_block * full;
+        how = "max_slots " + std::to_string(opts.max_slots);
+      }
+      blocks = std::min(per_block ? budget / per_block : 0, full);
+      if (blocks < 1)
+        throw Error("cuda backend: the KV budget from " + how + " (" + gb(budget) + ") holds no block of " +
+                    std::to_string(bs) + " positions (" + gb(per_block) + " per block)");
     }
-    const size_t fit = per_slot ? budget / per_slot : 0;
-    const int n = int(std::min<size_t>(fit, size_t(opts.max_slots)));
-    if (n < 1)
-      throw Error("cuda backend: the KV budget from " + how + " (" + gb(budget) + ") holds no slot of max_context " +
-                  std::to_string(opts.max_context) + " (" + gb(per_slot) + " per slot)");
-    const size_t bytes = per_slot * size_t(n + 1);
+    if (blocks > size_t(INT32_MAX) / size_t(bs) - 1)
+      throw Error("cuda backend: " + std::to_string(blocks) + " KV blocks of " + std::to_string(bs) +
+                  " positions exceed the 2^31 cells a block table can address");
+    const int n = int(blocks);
+    const size_t bytes = per_block * size_t(n + 1);
     if (bytes > free_b)
-      throw Error("cuda backend: the KV arena (" + gb(bytes) + " for " + std::to_string(n) + " slots) does not fit in " +
-                  gb(free_b) + " of free device memory");
-    kv_k = cuda::DeviceBuffer(bytes / 2, "KV arena (keys)");
-    kv_v = cuda::DeviceBuffer(bytes / 2, "KV arena (values)");
-    book = SlotBook(SlotLimits{n, opts.max_context, cfg.vocab_size, opts.max_window_rows});
-    scratch_slot = SlotId(n);
+      throw Error("cuda backend: the KV pool (" + gb(bytes) + " for " + std::to_string(n) + " blocks from " + how +
+                  ") does not fit in " + gb(free_b) + " of free device memory");
+    kv_k = cuda::DeviceBuffer(bytes / 2, "KV pool (keys)");
+    kv_v = cuda::DeviceBuffer(bytes / 2, "KV pool (values)");
+    book = SlotBook(SlotLimits{opts.max_slots, opts.max_context, cfg.vocab_size, opts.max_window_rows},
+                    KvPoolLimits{bs, n, opts.prefix_caching});
+    scratch_slot = SlotId(opts.max_slots);
+    const size_t entries = size_t(opts.max_slots + 1) * size_t(table_stride);
+    table_dev = cuda::DeviceBuffer(entries * 4, "KV block table");
+    table_host = cuda::PinnedBuffer(entries * 4, "KV block table mirror");
+    // Every entry starts at the scratch block: the scratch slot's row stays so, and a real slot's entries are
+    // rewritten before any kernel reads them.
+    std::fill(table_host.get<int32_t>(), table_host.get<int32_t>() + entries, int32_t(n));
+    STRATA_CUDA_CHECK(cudaMemcpy(table_dev.get(), table_host.get(), entries * 4, cudaMemcpyHostToDevice));
     mem.kv_bytes = bytes;
+    mem.workspace_bytes += entries * 4;
     fwd.cfg = &cfg;
     fwd.w = &weights;
     fwd.kv.k = kv_k.get<float>();
     fwd.kv.v = kv_v.get<float>();
+    fwd.kv.block_table = table_dev.get<int32_t>();
+    fwd.kv.table_stride = table_stride;
+    fwd.kv.block_size = bs;
     fwd.kv.kv_dim = kv_dim();
-    fwd.kv.slot_stride = size_t(cfg.num_layers) * size_t(opts.max_context) * size_t(kv_dim());
-    fwd.kv_layer_stride = size_t(opts.max_context) * size_t(kv_dim());
+    fwd.kv_layer_stride = size_t(n + 1) * size_t(bs) * size_t(kv_dim());
     fwd.rope_cos = rope_cos.get<float>();
     fwd.rope_sin = rope_sin.get<float>();
     fwd.cublas = cublas;
     fwd.gemm_min_rows = opts.gemm_min_rows;
+  }
+
+  // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the
+  // graph replays). Called after book.accept(), which has reserved every block the window's rows write. The
+  // mirror is not rewritten while a copy from it may be pending: every window ends with a stream sync.
+  void upload_tables(const Window& win) {
+    int32_t* host = table_host.get<int32_t>();
+    int32_t* dev = table_dev.get<int32_t>();
+    std::vector<bool> done(size_t(opts.max_slots), false);
+    for (const Row& r : win.rows) {
+      if (done[size_t(r.slot)]) continue;
+      done[size_t(r.slot)] = true;
+      const std::vector<int32_t>& t = book.block_table(r.slot);
+      const size_t off = size_t(r.slot) * size_t(table_stride);
+      std::copy(t.begin(), t.end(), host + off);
+      if (!t.empty())
+        STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + off, host + off, t.size() * 4, cudaMemcpyHostToDevice, stream));
+    }
   }
 
   void report_memory() {
@@ -255,10 +308,15 @@ struct CudaBackend::Impl {
     mem.weights_bytes = weights.bytes;
     mem.free_bytes = free_b;
     mem.total_bytes = total_b;
-    spdlog::info("cuda: memory weights {} ({}), KV arena {}, workspace {}, free {} of {}", gb(mem.weights_bytes),
+    spdlog::info("cuda: memory weights {} ({}), KV pool {}, workspace {}, free {} of {}", gb(mem.weights_bytes),
                  weights.type == cuda::WType::BF16 ? "bf16" : "fp32", gb(mem.kv_bytes), gb(mem.workspace_bytes),
                  gb(free_b), gb(total_b));
-    spdlog::info("cuda: capacity {} slots x {} positions, windows up to {} rows ({} with logits per replay)",
+    const int64_t cells = int64_t(book.total_blocks()) * book.block_size();
+    spdlog::info("cuda: KV pool {} blocks x {} positions = {} positions ({:.1f} full contexts of {}), prefix "
+                 "caching {}",
+                 book.total_blocks(), book.block_size(), cells, double(cells) / double(opts.max_context),
+                 opts.max_context, opts.prefix_caching ? "on" : "off");
+    spdlog::info("cuda: capacity {} slots of up to {} positions, windows up to {} rows ({} with logits per replay)",
                  book.limits().slots, opts.max_context, opts.max_window_rows, opts.max_output_rows);
   }
 
@@ -297,7 +355,9 @@ struct CudaBackend::Impl {
 
   // Rows [first, last) as one graph replay, then the host part of each output row.
   void run_segment(const Window& win, int first, int last, std::vector<RowResult>* results) {
-    cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits, scratch_slot, opts.max_context);
+    // Padding positions stay inside the scratch slot's one block (and the RoPE table).
+    const int pad_span = std::min(book.block_size(), opts.max_context);
+    cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits, scratch_slot, pad_span);
     const cuda::MetaLayout layout(meta.shape);
     for (size_t i = 0; i < meta.out_rows.size(); ++i) {
       const Row& row = win.rows[size_t(first + meta.out_rows[i])];
@@ -350,11 +410,13 @@ struct CudaBackend::Impl {
 
   std::vector<RowResult> run(const Window& win) {
     // The CPU backend's window rules and messages (SlotBook), so the engine treats both backends alike; a valid
-    // window becomes the slots' history before the device runs it (commit() may trim it afterwards).
+    // window becomes the slots' history before the device runs it (commit() may trim it afterwards). A window
+    // the pool has too few free blocks for throws KvExhausted from here, with nothing changed.
     book.accept(win);
     const int T = int(win.rows.size());
     std::vector<RowResult> results(static_cast<size_t>(T));
     if (T == 0) return results;
+    upload_tables(win);
 
     // Consecutive segments are an exact split of the window: a row reads only its slot's KV cells at positions
     // up to its own, all written by this or an earlier segment.
@@ -388,10 +450,18 @@ BackendInfo CudaBackend::info() const {
   i.max_context = impl_->opts.max_context;
   i.vocab_size = impl_->cfg.vocab_size;
   i.max_window_rows = impl_->opts.max_window_rows;
+  const KvPoolStats st = impl_->book.pool_stats();
+  i.kv_block_size = impl_->book.block_size();
+  i.kv_blocks = st.total;
+  i.kv_free_blocks = st.free;
+  i.kv_prefix_lookups = st.lookups;
+  i.kv_prefix_hits = st.hits;
+  i.kv_evictions = st.evictions;
   return i;
 }
 
-// The KV arena holds every slot's cells from startup, so opening a slot needs no device work.
+// The KV pool is allocated at startup and blocks are taken per window (accept), so opening a slot needs no
+// device work.
 SlotId CudaBackend::open_slot() {
   const SlotId s = impl_->book.find_free();
   if (s != kNoSlot) impl_->book.open(s);
@@ -401,6 +471,9 @@ SlotId CudaBackend::open_slot() {
 void CudaBackend::reset_slot(SlotId s) { impl_->book.reset(s); }
 void CudaBackend::close_slot(SlotId s) { impl_->book.close(s); }
 void CudaBackend::set_sampling(SlotId s, const SamplingParams& p) { impl_->book.set_sampling(s, p); }
+int CudaBackend::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
+  return impl_->book.attach_prefix(s, prompt);
+}
 std::vector<RowResult> CudaBackend::run_window(const Window& window) { return impl_->run(window); }
 void CudaBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
 
@@ -413,6 +486,10 @@ void CudaBackend::release() {
 
 CudaMemoryReport CudaBackend::memory() const { return impl_->mem; }
 int CudaBackend::graphs_captured() const { return int(impl_->graphs.size()); }
+std::vector<int32_t> CudaBackend::block_table(SlotId s) const {
+  if (!impl_->book.is_open(s)) throw Error("block_table: slot " + std::to_string(s) + " is not open");
+  return impl_->book.block_table(s);
+}
 std::string CudaBackend::device_name() const { return impl_->name; }
 
 int CudaBackend::device_count() {

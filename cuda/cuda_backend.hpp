@@ -14,7 +14,9 @@
 //   first node copies the window's tokens/positions/slots from pinned memory; later windows replay it.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/core/backend.hpp"
 #include "engine/model/weights.hpp"
@@ -22,11 +24,18 @@
 namespace strata {
 
 struct CudaBackendOptions {
-  int max_slots = 4;            // upper bound; the KV budget may allow fewer (info().max_slots says)
+  int max_slots = 4;            // sequences open at once; each may use up to max_context positions
   int max_context = 4096;       // positions per slot
-  double kv_cache_gb = 0.0;     // > 0: the KV arena's size in GB (1e9 bytes)
+  // Paged KV (as CpuBackendOptions): one pool of blocks of kv_block_size positions shared by every slot. The
+  // pool's size: kv_blocks when > 0, else what the budget below holds, at most max_slots x
+  // ceil(max_context / kv_block_size) blocks (every slot's whole context).
+  int kv_blocks = 0;
+  int kv_block_size = 16;
+  bool prefix_caching = true;
+  double kv_cache_gb = 0.0;     // > 0: the KV pool's size in GB (1e9 bytes)
   double gpu_memory_fraction = 0.0;  // > 0 (and kv_cache_gb == 0): KV takes what is left of this fraction of
-                                     // the GPU's memory after weights and workspace; both 0: max_slots slots
+                                     // the GPU's memory after weights and workspace; both 0: every slot's
+                                     // whole context
   int device = 0;
   // Additive knobs (defaults are what the server uses).
   int max_window_rows = 512;    // the largest window one call accepts (sizes the workspace)
@@ -48,8 +57,8 @@ struct CudaMemoryReport {
 
 class CudaBackend : public Backend {
  public:
-  // Uploads the weights (progress logged), allocates the KV arena once and the workspace. Throws
-  // strata::Error on bad options, no usable device, or a budget that holds no slot.
+  // Uploads the weights (progress logged), allocates the KV pool once and the workspace. Throws
+  // strata::Error on bad options, no usable device, or a budget that holds no block.
   CudaBackend(const Model& model, CudaBackendOptions options);
   ~CudaBackend() override;
 
@@ -58,14 +67,19 @@ class CudaBackend : public Backend {
   void reset_slot(SlotId slot) override;
   void close_slot(SlotId slot) override;
   void set_sampling(SlotId slot, const SamplingParams& params) override;
+  // The prefix cache (SlotBook::attach_prefix): a fresh slot starts from cached full blocks of `prompt`.
+  int attach_prefix(SlotId slot, const std::vector<TokenId>& prompt) override;
   // Same window rules and error messages as the CPU backend (both keep a SlotBook); throws before any state
-  // changes.
+  // changes, KvExhausted included (the window needs more blocks than the pool has free).
   std::vector<RowResult> run_window(const Window& window) override;
   void commit(SlotId slot, int n_keep) override;
   void release() override;
 
   CudaMemoryReport memory() const;
   int graphs_captured() const;    // window shapes captured so far (tests, metrics)
+  // The slot's physical KV blocks in position order (SlotBook::block_table), what its device table row holds
+  // after its next window's upload (tests).
+  std::vector<int32_t> block_table(SlotId slot) const;
   std::string device_name() const;
 
   // How many CUDA devices are visible; 0 when there is no driver or no GPU (never throws): --device auto.

@@ -36,7 +36,7 @@ struct ForwardContext {
   const DeviceWeights* w = nullptr;
   Workspace ws;
   KvLayout kv;               // layer_offset 0; forward() adds each layer's
-  size_t kv_layer_stride = 0;  // floats per layer inside a slot
+  size_t kv_layer_stride = 0;  // floats per layer: cells x kv_dim
   const float* rope_cos = nullptr;
   const float* rope_sin = nullptr;
   cublasHandle_t cublas = nullptr;

@@ -36,8 +36,9 @@ struct WindowMeta {
 // Rows [first, last) of `window` as one graph replay (pick specs left zero for the caller). max_splits bounds splits_cap (the workspace's split
 // count); T rows make at most T tiles.
 // With pad_slot set (a slot the backend keeps for itself), rows and output rows are padded up to their bucket
-// (bucket_rows): 1, 2, 4, 8, 16, then steps of about 1.5x. Padding rows use positions below pad_span (<= the
-// scratch slot's context).
+// (bucket_rows): 1, 2, 4, 8, 16, then steps of about 1.5x. Padding rows use positions below
+// min(pad_span, kAttnQueryTile): the CUDA backend passes its block size, so they stay in the scratch slot's one
+// reserved block.
 WindowMeta build_window_meta(const Window& window, int first, int last, int max_splits, SlotId pad_slot = kNoSlot,
                              int pad_span = 16);
 int bucket_rows(int n);

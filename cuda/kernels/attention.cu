@@ -13,6 +13,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/kv_access.cuh"
 #include "cuda/kernels/launch.cuh"
 
 namespace strata {
@@ -84,9 +85,10 @@ __global__ void __launch_bounds__(kThreads) attention_partial(AttentionParams a)
 #pragma unroll
     for (int e = 0; e < kDimsPerThread; ++e) acc[r][e] = 0.0f;
 
-  const size_t base = size_t(slot) * a.kv.slot_stride + a.kv.layer_offset + size_t(g) * hd;
-  const float* kb = a.kv.k + base;
-  const float* vb = a.kv.v + base;
+  // A tile may span blocks of the slot's table: each position's cell is looked up on its own (kv_row).
+  const float* kb = a.kv.k;
+  const float* vb = a.kv.v;
+  const size_t head_off = size_t(g) * hd;
   for (int t0 = s_begin; t0 < s_end; t0 += kP) {
     const int np = min(kP, s_end - t0);
     __syncthreads();  // the previous tile's readers are done
@@ -94,16 +96,16 @@ __global__ void __launch_bounds__(kThreads) attention_partial(AttentionParams a)
       const int hd4 = hd / 4;
       for (int i = tid; i < np * hd4; i += kThreads) {
         const int j = i / hd4, d = (i % hd4) * 4;
-        const float4 kv4 = *reinterpret_cast<const float4*>(kb + size_t(t0 + j) * a.kv.kv_dim + d);
-        const float4 vv4 = *reinterpret_cast<const float4*>(vb + size_t(t0 + j) * a.kv.kv_dim + d);
+        const float4 kv4 = *reinterpret_cast<const float4*>(kv_row(kb, a.kv, slot, t0 + j) + head_off + d);
+        const float4 vv4 = *reinterpret_cast<const float4*>(kv_row(vb, a.kv, slot, t0 + j) + head_off + d);
         *reinterpret_cast<float4*>(s.k + j * (hd + kKPad) + d) = kv4;
         *reinterpret_cast<float4*>(s.v + j * hd + d) = vv4;
       }
     } else {
       for (int i = tid; i < np * hd; i += kThreads) {
         const int j = i / hd, d = i % hd;
-        s.k[j * (hd + kKPad) + d] = kb[size_t(t0 + j) * a.kv.kv_dim + d];
-        s.v[j * hd + d] = vb[size_t(t0 + j) * a.kv.kv_dim + d];
+        s.k[j * (hd + kKPad) + d] = kv_row(kb, a.kv, slot, t0 + j)[head_off + d];
+        s.v[j * hd + d] = kv_row(vb, a.kv, slot, t0 + j)[head_off + d];
       }
     }
     __syncthreads();

@@ -368,9 +368,9 @@ void launch_flash_attention(const AttentionParams& p, cudaStream_t stream) {
   if (p.kv.kv_dim != p.n_kv_heads * p.head_dim)
     bad("kv.kv_dim " + std::to_string(p.kv.kv_dim) + " != n_kv_heads * head_dim");
   // 16-byte K/V loads and 8-byte q / out loads and stores.
-  if (p.kv.slot_stride % 4 != 0 || p.kv.layer_offset % 4 != 0 || reinterpret_cast<uintptr_t>(p.kv.k) % 16 != 0 ||
+  if (p.kv.layer_offset % 4 != 0 || reinterpret_cast<uintptr_t>(p.kv.k) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(p.kv.v) % 16 != 0)
-    bad("kv arena (k, v, slot_stride, layer_offset) must be aligned to 4 floats");
+    bad("kv arena (k, v, layer_offset) must be aligned to 4 floats");
   if (p.qkv_stride % 2 != 0 || reinterpret_cast<uintptr_t>(p.qkv) % 8 != 0)
     bad("qkv_stride " + std::to_string(p.qkv_stride) + " (or qkv) is not aligned to 2 floats");
   if (!p.qkv || !p.out || !p.pos || !p.slot || !p.tile_first || !p.tile_rows || !p.n_tiles)

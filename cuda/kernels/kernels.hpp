@@ -24,11 +24,16 @@ void launch_embedding(const void* table, WType t, int hidden, const int* tokens,
 void launch_add_rmsnorm(float* x, const float* delta, const float* bias, const float* weight, const int* row_map,
                         int rows, int n, float eps, bool write_back, float* y, void* y16, cudaStream_t stream);
 
+// The paged KV arena: k and v each [layer][cell][kv_dim] fp32, cell = block * block_size + offset. Position
+// pos of slot s lives in cell block_table[s * table_stride + pos / block_size] * block_size + pos % block_size
+// (kv_access.cuh). The table is device memory at a fixed address; the host rewrites its rows between windows.
 struct KvLayout {
-  float* k = nullptr;         // [slot][layer][position][kv_dim]
+  float* k = nullptr;
   float* v = nullptr;
-  size_t slot_stride = 0;     // floats per slot
-  size_t layer_offset = 0;    // floats to this layer inside a slot
+  const int32_t* block_table = nullptr;  // [slots][table_stride] physical block ids
+  int table_stride = 0;       // entries per slot (ceil(max_context / block_size))
+  int block_size = 0;         // positions per block
+  size_t layer_offset = 0;    // floats to this layer's cells
   int kv_dim = 0;
 };
 
@@ -105,6 +110,11 @@ void launch_matvec(const void* w, WType t, int n, int k, const float* x, int row
 // launch_swiglu does, so it gives the bits of launch_matvec followed by launch_swiglu in one kernel.
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
                           cudaStream_t stream);
+// How the skinny matmul reads its weights (0: non-coherent loads that skip L1; 1: the same with a 256-byte L2
+// prefetch; 2: through L1 with the prefetch). Only speed differs. STRATA_MATVEC_LOAD selects it at startup;
+// the kernel benchmark compares them.
+int matvec_variant();
+void set_matvec_variant(int variant);
 
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).

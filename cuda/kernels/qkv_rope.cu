@@ -1,10 +1,11 @@
 // The step between the QKV matmul and attention, per row and head (launch_qkv_rope in kernels.hpp): bias
 // (Qwen2), the per-head RMSNorm of q and k (Qwen3), rotate-half RoPE from the CPU backend's cos/sin table,
-// then k and v into the slot's KV cells at the row's position. The rotation is spelled with explicitly rounded
+// then k and v into the KV cell the slot's block table gives for the row's position (kv_row). The rotation is spelled with explicitly rounded
 // products (no contraction into FMAs) so it gives the CPU's bits for the same inputs.
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/kv_access.cuh"
 #include "cuda/kernels/launch.cuh"
 
 namespace strata {
@@ -46,17 +47,14 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ 
     }
     const float* c = p.cos + size_t(pos) * half;
     const float* s = p.sin + size_t(pos) * half;
-    float* dst = is_q ? x
-                      : p.kv.k + size_t(slot) * p.kv.slot_stride + p.kv.layer_offset + size_t(pos) * p.kv.kv_dim +
-                            (h - p.n_heads) * hd;
+    float* dst = is_q ? x : kv_row(p.kv.k, p.kv, slot, pos) + (h - p.n_heads) * hd;
     for (int i = threadIdx.x; i < half; i += kThreads) {
       const float a = head[i], b = head[i + half];
       dst[i] = __fsub_rn(__fmul_rn(a, c[i]), __fmul_rn(b, s[i]));
       dst[i + half] = __fadd_rn(__fmul_rn(b, c[i]), __fmul_rn(a, s[i]));
     }
   } else {
-    float* dst = p.kv.v + size_t(slot) * p.kv.slot_stride + p.kv.layer_offset + size_t(pos) * p.kv.kv_dim +
-                 (h - p.n_heads - p.n_kv_heads) * hd;
+    float* dst = kv_row(p.kv.v, p.kv, slot, pos) + (h - p.n_heads - p.n_kv_heads) * hd;
     for (int d = threadIdx.x; d < hd; d += kThreads) dst[d] = head[d];
   }
 }

@@ -29,9 +29,9 @@ struct BackendShape {
   int max_slots = 1;
   int max_context = 1;
   int threads = 0;                   // CPU
-  int kv_block_size = 16;            // CPU (paged KV)
-  int kv_blocks = 0;                 // CPU; 0 = every slot's full context
-  bool prefix_caching = true;        // CPU
+  int kv_block_size = 16;            // paged KV (CPU and CUDA)
+  int kv_blocks = 0;                 // 0 = every slot's full context (CUDA: or what its KV budget holds)
+  bool prefix_caching = true;
   double kv_cache_gb = 0.0;          // CUDA
   double gpu_memory_fraction = 0.0;  // CUDA
   bool batch_invariant = false;      // CUDA: fixed-order kernels for every window
@@ -48,6 +48,9 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     opts.max_context = shape.max_context;
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
+    opts.kv_block_size = shape.kv_block_size;
+    opts.kv_blocks = shape.kv_blocks;
+    opts.prefix_caching = shape.prefix_caching;
     // Batch windows of more than 16 rows (and prompt chunks) take the tensor-core path unless batch invariance
     // is asked for; verify windows of one slot (at most 16 rows) always stay on the exact skinny kernel.
     opts.max_output_rows = 256;

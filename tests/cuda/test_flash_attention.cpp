@@ -1,5 +1,5 @@
 // The tensor-core prompt attention (launch_flash_attention) against the fp32 attention kernel
-// (launch_attention) on random q / K / V: prompt tiles from position 0 and after a cached prefix, decode-like
+// (launch_attention) on random q / K / V in a paged arena with fragmented block tables: prompt tiles from position 0 and after a cached prefix, decode-like
 // single-row tiles of several slots, head_dim 64 and 128, GQA groups 1 / 4 / 8 / 12. bf16 inputs, so the
 // bound is 2e-2 of the largest reference value; the bf16 copy must be the fp32 output rounded. Also prints the
 // speed of the 8B shape at 4096 rows (the lead reads it; speed is not asserted).
@@ -89,8 +89,14 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
   std::uniform_real_distribution<float> uq(-4.0f, 4.0f), ukv(-1.0f, 1.0f);
   std::vector<float> qkv(size_t(rows) * stride);
   for (float& x : qkv) x = uq(rng);
-  // Two layers per slot: the kernels read layer 1, so layer_offset is exercised.
-  const size_t layer = size_t(sh.context) * kv_dim, slot_stride = 2 * layer, arena = size_t(sh.slots) * slot_stride;
+  // A paged arena of two layers: the kernels read layer 1, so layer_offset is exercised. Blocks of 16 positions
+  // handed out interleaved across slots and in reverse, so every slot's table is fragmented and a K/V tile of
+  // either kernel spans blocks that are far apart and out of order.
+  const int bs = 16, per_slot = (sh.context + bs - 1) / bs, blocks = sh.slots * per_slot;
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  for (int s = 0; s < sh.slots; ++s)
+    for (int j = 0; j < per_slot; ++j) table[size_t(s) * per_slot + j] = blocks - 1 - (j * sh.slots + s);
+  const size_t layer = size_t(blocks) * bs * kv_dim, arena = 2 * layer;
   std::vector<float> kh(arena), vh(arena);
   for (float& x : kh) x = ukv(rng);
   for (float& x : vh) x = ukv(rng);
@@ -99,6 +105,8 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
   d_qkv.put(qkv);
   d_k.put(kh);
   d_v.put(vh);
+  Dev<int32_t> d_table(table.size());
+  d_table.put(table);
   Dev<int> d_pos(rows), d_slot(rows), d_tf(n_tiles), d_tr(n_tiles), d_nt(1);
   d_pos.put(pos);
   d_slot.put(slot);
@@ -123,7 +131,9 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
   ap.qkv_stride = stride;
   ap.kv.k = d_k.p;
   ap.kv.v = d_v.p;
-  ap.kv.slot_stride = slot_stride;
+  ap.kv.block_table = d_table.p;
+  ap.kv.table_stride = per_slot;
+  ap.kv.block_size = bs;
   ap.kv.layer_offset = layer;
   ap.kv.kv_dim = kv_dim;
   ap.n_heads = sh.n_heads;
