@@ -15,6 +15,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/kernels/kernels.hpp"
 
 namespace strata {
 namespace {
@@ -68,6 +69,65 @@ double gemm_rate(int n) {
   return 2.0 * double(n) * n * n * reps / s;
 }
 
+// The skinny matmul alone on the model's matrix shapes, for each weight-load variant: bandwidth of the weight
+// bytes it streams (the activations stay in L1/L2), against the copy bandwidth. Random-ish bf16 weights.
+void matvec_bench(const ModelConfig& c, double copy_bw) {
+  struct Shape {
+    const char* name;
+    int n, k;
+    bool swiglu;
+  };
+  const int q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  const Shape shapes[] = {{"qkv", q + 2 * kv, c.hidden_size, false},
+                          {"o", c.hidden_size, q, false},
+                          {"gate_up+swiglu", c.intermediate_size, c.hidden_size, true},
+                          {"down", c.hidden_size, c.intermediate_size, false},
+                          {"lm_head", c.vocab_size, c.hidden_size, false}};
+  size_t max_w = 0, max_k = 0, max_n = 0;
+  for (const Shape& sh : shapes) {
+    max_w = std::max(max_w, size_t(sh.swiglu ? 2 : 1) * sh.n * sh.k * 2);
+    max_k = std::max(max_k, size_t(sh.k));
+    max_n = std::max(max_n, size_t(sh.n));
+  }
+  cuda::DeviceBuffer w(max_w, "matvec bench weights"), x(16 * max_k * 4, "matvec bench x"),
+      y(16 * max_n * 4, "matvec bench y");
+  STRATA_CUDA_CHECK(cudaMemset(w.get(), 0x3c, max_w));
+  STRATA_CUDA_CHECK(cudaMemset(x.get(), 0x3c, 16 * max_k * 4));
+  cudaStream_t st;
+  STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  STRATA_CUDA_CHECK(cudaEventCreate(&e0));
+  STRATA_CUDA_CHECK(cudaEventCreate(&e1));
+  const int keep = cuda::matvec_variant();
+  for (const Shape& sh : shapes)
+    for (int rows : {1, 4, 16})
+      for (int variant = 0; variant <= 2; ++variant) {
+        cuda::set_matvec_variant(variant);
+        auto once = [&] {
+          if (sh.swiglu)
+            cuda::launch_matvec_swiglu(w.get(), cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
+          else
+            cuda::launch_matvec(w.get(), cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
+        };
+        for (int i = 0; i < 3; ++i) once();
+        const int reps = 30;
+        STRATA_CUDA_CHECK(cudaEventRecord(e0, st));
+        for (int i = 0; i < reps; ++i) once();
+        STRATA_CUDA_CHECK(cudaEventRecord(e1, st));
+        STRATA_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        const double us = 1e3 * double(ms) / reps;
+        const double bytes = double(sh.swiglu ? 2 : 1) * sh.n * sh.k * 2;
+        std::printf("matvec %-15s n=%-6d k=%-6d rows=%-2d load=%d us=%8.2f weight_tb_s=%.3f copy_fraction=%.3f\n",
+                    sh.name, sh.n, sh.k, rows, variant, us, bytes / us / 1e6, bytes / us * 1e6 / copy_bw);
+      }
+  cuda::set_matvec_variant(keep);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(st);
+}
+
 TokenId bench_token(int i, int vocab) { return TokenId((uint64_t(i + 1) * 2654435761u) % uint64_t(vocab)); }
 
 Window prompt_window(SlotId slot, int len, int vocab) {
@@ -93,7 +153,7 @@ bool parse_int(const char* s, int min, int* out) {
 
 int usage(const char* name) {
   std::fprintf(stderr,
-               "usage: %s --model DIR [--prompt P] [--tokens N] [--prefill L1,L2,...] [--device D]\n", name);
+               "usage: %s --model DIR [--prompt P] [--tokens N] [--prefill L1,L2,...] [--device D] [--matvec]\n", name);
   return 2;
 }
 
@@ -103,6 +163,7 @@ int run_bench_command(int argc, char** argv) {
   const char* name = argc > 0 ? argv[0] : "bench";
   std::string model_dir;
   int prompt = 256, tokens = 256, device = 0;
+  bool matvec = false;
   std::vector<int> prefill = {512, 4096};
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
@@ -112,6 +173,8 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_int(argv[++i], 1, &prompt)) return usage(name);
     } else if (!std::strcmp(argv[i], "--tokens") && has_value) {
       if (!parse_int(argv[++i], 1, &tokens)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--matvec")) {
+      matvec = true;
     } else if (!std::strcmp(argv[i], "--device") && has_value) {
       if (!parse_int(argv[++i], 0, &device)) return usage(name);
     } else if (!std::strcmp(argv[i], "--prefill") && has_value) {
@@ -136,6 +199,7 @@ int run_bench_command(int argc, char** argv) {
 
     auto model = load_model(model_dir);
     const ModelConfig& c = model->config;
+    if (matvec) matvec_bench(c, bw);
     const int longest = std::max(prompt, prefill.empty() ? 1 : *std::max_element(prefill.begin(), prefill.end()));
     CudaBackendOptions o;
     o.max_slots = 1;

@@ -115,6 +115,11 @@ void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x,
 // the kernel benchmark compares them.
 int matvec_variant();
 void set_matvec_variant(int variant);
+// How the skinny matmul reads its weights (0: non-coherent loads that skip L1; 1: the same with a 256-byte L2
+// prefetch; 2: through L1 with the prefetch). Only speed differs. STRATA_MATVEC_LOAD selects it at startup;
+// the kernel benchmark compares them.
+int matvec_variant();
+void set_matvec_variant(int variant);
 
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).

@@ -6,6 +6,8 @@
 // bits in a tile of 1, 2, 4, 8 or 16 rows.
 #include <cuda_bf16.h>
 
+#include <cstdlib>
+
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
@@ -19,13 +21,28 @@ constexpr int kWarps = 8;  // output elements per block
 constexpr int kMaxTile = 16;
 constexpr int kInFlight = 8;  // 16-byte weight loads each lane issues before it uses the first
 
+// How the weights are read (set_matvec_variant; the arithmetic is the same in all of them):
+// 0: non-coherent, no L1 allocation; 1: the same with a 256-byte L2 prefetch per miss; 2: non-coherent through
+// L1 with the 256-byte L2 prefetch.
+template <int Load>
 __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
+  if (Load == 0)
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+  else if (Load == 1)
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+  else
+    asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
   return r;
 }
+
+int g_variant = -1;  // -1: not read yet
 
 template <class W>
 struct Vec;
@@ -49,7 +66,7 @@ struct Vec<float> {
 };
 
 // One output element's dot products over the weight row `wrow` for the tile's rows, accumulated into acc.
-template <class W, int RT>
+template <class W, int RT, int Load>
 __device__ __forceinline__ void dot_rows(const uint4* __restrict__ wrow, int k, const float* __restrict__ x, int r0,
                                          int nr, int lane, float* acc) {
   constexpr int V = Vec<W>::n;
@@ -61,7 +78,7 @@ __device__ __forceinline__ void dot_rows(const uint4* __restrict__ wrow, int k, 
     uint4 raw[kInFlight];
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u)
-      if (v0 + 32 * u < nvec) raw[u] = load_stream(wrow + v0 + 32 * u);
+      if (v0 + 32 * u < nvec) raw[u] = load_stream<Load>(wrow + v0 + 32 * u);
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       const int v = v0 + 32 * u;
@@ -91,7 +108,7 @@ __device__ __forceinline__ void dot_rows(const uint4* __restrict__ wrow, int k, 
 // y[r][j] = w[j] . x[r] for the tile's rows. With Swiglu, the warp takes the gate row j and the up row n + j of
 // a stacked [gate | up] matrix (each with exactly the arithmetic above) and writes y[r][j] = silu(gate) * up
 // as launch_swiglu computes it, so the fused and unfused paths give the same bits.
-template <class W, int RT, bool Swiglu>
+template <class W, int RT, bool Swiglu, int Load>
 __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict__ w, int n, int k,
                                                              const float* __restrict__ x, int rows,
                                                              float* __restrict__ y) {
@@ -105,8 +122,9 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict
   float acc[RT], up[RT];
 #pragma unroll
   for (int r = 0; r < RT; ++r) acc[r] = up[r] = 0.0f;
-  dot_rows<W, RT>(reinterpret_cast<const uint4*>(w + size_t(j) * k), k, x, r0, nr, lane, acc);
-  if (Swiglu) dot_rows<W, RT>(reinterpret_cast<const uint4*>(w + (size_t(n) + j) * k), k, x, r0, nr, lane, up);
+  dot_rows<W, RT, Load>(reinterpret_cast<const uint4*>(w + size_t(j) * k), k, x, r0, nr, lane, acc);
+  if (Swiglu)
+    dot_rows<W, RT, Load>(reinterpret_cast<const uint4*>(w + (size_t(n) + j) * k), k, x, r0, nr, lane, up);
 #pragma unroll
   for (int r = 0; r < RT; ++r) {
     const float g = warp_sum(acc[r]);
@@ -122,8 +140,12 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict
 template <class W, int RT, bool Swiglu>
 void launch_tile(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   const dim3 grid((n + kWarps - 1) / kWarps, (rows + RT - 1) / RT);
-  launch_kernel(matvec_kernel<W, RT, Swiglu>, grid, kWarps * 32, 0, stream, static_cast<const W*>(w), n, k, x,
-                rows, y);
+  const W* wt = static_cast<const W*>(w);
+  switch (matvec_variant()) {
+    case 1: launch_kernel(matvec_kernel<W, RT, Swiglu, 1>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
+    case 2: launch_kernel(matvec_kernel<W, RT, Swiglu, 2>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
+    default: launch_kernel(matvec_kernel<W, RT, Swiglu, 0>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y);
+  }
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -151,6 +173,16 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
 }
 
 }  // namespace
+
+int matvec_variant() {
+  if (g_variant < 0) {
+    const char* v = std::getenv("STRATA_MATVEC_LOAD");
+    g_variant = v && (v[0] == '1' || v[0] == '2') && !v[1] ? v[0] - '0' : 0;
+  }
+  return g_variant;
+}
+
+void set_matvec_variant(int v) { g_variant = v >= 0 && v <= 2 ? v : 0; }
 
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   launch_checked<false>(w, t, n, k, x, rows, y, stream);
