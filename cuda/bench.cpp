@@ -101,7 +101,7 @@ void matvec_bench(const ModelConfig& c, double copy_bw) {
   const int keep = cuda::matvec_variant();
   for (const Shape& sh : shapes)
     for (int rows : {1, 4, 16})
-      for (int variant = 0; variant <= 2; ++variant) {
+      for (int variant = 0; variant <= 3; ++variant) {
         cuda::set_matvec_variant(variant);
         auto once = [&] {
           if (sh.swiglu)

@@ -111,12 +111,8 @@ void launch_matvec(const void* w, WType t, int n, int k, const float* x, int row
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
                           cudaStream_t stream);
 // How the skinny matmul reads its weights (0: non-coherent loads that skip L1; 1: the same with a 256-byte L2
-// prefetch; 2: through L1 with the prefetch). Only speed differs. STRATA_MATVEC_LOAD selects it at startup;
-// the kernel benchmark compares them.
-int matvec_variant();
-void set_matvec_variant(int variant);
-// How the skinny matmul reads its weights (0: non-coherent loads that skip L1; 1: the same with a 256-byte L2
-// prefetch; 2: through L1 with the prefetch). Only speed differs. STRATA_MATVEC_LOAD selects it at startup;
+// prefetch; 2: through L1 with the prefetch; 3: bf16 rows through shared memory by bulk copies). Only speed
+// differs. STRATA_MATVEC_LOAD selects it at startup;
 // the kernel benchmark compares them.
 int matvec_variant();
 void set_matvec_variant(int variant);

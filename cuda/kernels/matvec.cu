@@ -23,7 +23,7 @@ constexpr int kInFlight = 8;  // 16-byte weight loads each lane issues before it
 
 // How the weights are read (set_matvec_variant; the arithmetic is the same in all of them):
 // 0: non-coherent, no L1 allocation; 1: the same with a 256-byte L2 prefetch per miss; 2: non-coherent through
-// L1 with the 256-byte L2 prefetch.
+// L1 with the 256-byte L2 prefetch; 3: bf16 rows through shared memory by bulk copies (matvec_bulk_kernel).
 template <int Load>
 __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   uint4 r;
@@ -137,11 +137,130 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict
   }
 }
 
+// Variant 3: the block's weight rows stream into shared memory through the bulk-copy engine (cp.async.bulk
+// with an mbarrier per stage, kBulkStages stages of kBulkVec 16-byte vectors per row), so the loads hold no L1
+// miss slots; the warps then read their row from shared memory. Lane l still takes vectors l, l + 32, ... of
+// the row in order (a stage holds a multiple of 32 vectors), so every output has the bits of variant 0.
+constexpr int kBulkVec = 64;
+constexpr int kBulkStages = 3;
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+template <class W, int RT, bool Swiglu>
+__global__ void __launch_bounds__(kWarps * 32) matvec_bulk_kernel(const W* __restrict__ w, int n, int k,
+                                                                  const float* __restrict__ x, int rows,
+                                                                  float* __restrict__ y) {
+  pdl_wait();
+  pdl_launch_dependents();
+  constexpr int V = Vec<W>::n;
+  constexpr int WR = kWarps * (Swiglu ? 2 : 1);  // weight rows per block: outputs (and their up rows)
+  extern __shared__ __align__(128) uint4 stage_mem[];  // [kBulkStages][WR][kBulkVec]
+  __shared__ __align__(8) uint64_t full[kBulkStages];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int j = blockIdx.x * kWarps + warp;
+  const int r0 = blockIdx.y * RT;
+  const int nr = min(RT, rows - r0);
+  const int nvec = k / V;
+  const int nchunks = (nvec + kBulkVec - 1) / kBulkVec;
+  const int valid = min(kWarps, n - int(blockIdx.x) * kWarps);  // output rows of this block below n
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kBulkStages; ++s)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[s])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  auto issue = [&](int c) {  // thread 0 only
+    const int s = c % kBulkStages;
+    const int v0 = c * kBulkVec, nv = min(kBulkVec, nvec - v0);
+    const uint32_t bytes = uint32_t(nv) * 16u;
+    const uint32_t bar = smem_addr(&full[s]);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes * uint32_t(valid) * (Swiglu ? 2u : 1u))
+                 : "memory");
+    for (int wr = 0; wr < WR; ++wr) {
+      const int local = wr % kWarps;
+      if (local >= valid) continue;
+      const size_t row = size_t(blockIdx.x) * kWarps + local + (wr >= kWarps ? size_t(n) : 0);
+      const uint4* src = reinterpret_cast<const uint4*>(w + row * k) + v0;
+      uint4* dst = stage_mem + (size_t(s) * WR + wr) * kBulkVec;
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
+          "l"(src), "r"(bytes), "r"(bar)
+          : "memory");
+    }
+  };
+  if (threadIdx.x == 0)
+    for (int c = 0; c < min(kBulkStages, nchunks); ++c) issue(c);
+  float acc[RT], up[RT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) acc[r] = up[r] = 0.0f;
+  for (int c = 0; c < nchunks; ++c) {
+    const int s = c % kBulkStages;
+    const uint32_t bar = smem_addr(&full[s]), parity = uint32_t(c / kBulkStages) & 1u;
+    uint32_t done = 0;
+    while (!done)
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(bar), "r"(parity)
+          : "memory");
+    if (warp < valid) {
+      const int v0 = c * kBulkVec, nv = min(kBulkVec, nvec - v0);
+      for (int half = 0; half < (Swiglu ? 2 : 1); ++half) {
+        const uint4* srow = stage_mem + (size_t(s) * WR + warp + half * kWarps) * kBulkVec;
+        float* a = half ? up : acc;
+        for (int u = lane; u < nv; u += 32) {
+          float wf[V];
+          Vec<W>::unpack(srow[u], wf);
+          const int v = v0 + u;
+#pragma unroll
+          for (int r = 0; r < RT; ++r) {
+            if (r < nr) {
+              const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
+              float t = a[r];
+#pragma unroll
+              for (int q = 0; q < V / 4; ++q) {
+                const float4 xv = __ldg(xr + q);
+                t = __fmaf_rn(wf[4 * q + 0], xv.x, t);
+                t = __fmaf_rn(wf[4 * q + 1], xv.y, t);
+                t = __fmaf_rn(wf[4 * q + 2], xv.z, t);
+                t = __fmaf_rn(wf[4 * q + 3], xv.w, t);
+              }
+              a[r] = t;
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with stage s before it is refilled
+    if (threadIdx.x == 0 && c + kBulkStages < nchunks) issue(c + kBulkStages);
+  }
+  if (warp >= valid) return;
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+    const float g = warp_sum(acc[r]);
+    if (!Swiglu) {
+      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = g;
+    } else {
+      const float u = warp_sum(up[r]);
+      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
+    }
+  }
+}
+
 template <class W, int RT, bool Swiglu>
 void launch_tile(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   const dim3 grid((n + kWarps - 1) / kWarps, (rows + RT - 1) / RT);
   const W* wt = static_cast<const W*>(w);
-  switch (matvec_variant()) {
+  const int variant = matvec_variant();
+  if (variant == 3 && Vec<W>::n == 8) {
+    const size_t smem = size_t(kBulkStages) * kWarps * (Swiglu ? 2 : 1) * kBulkVec * 16;
+    launch_kernel(matvec_bulk_kernel<W, RT, Swiglu>, grid, kWarps * 32, smem, stream, wt, n, k, x, rows, y);
+    STRATA_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  switch (variant) {
     case 1: launch_kernel(matvec_kernel<W, RT, Swiglu, 1>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
     case 2: launch_kernel(matvec_kernel<W, RT, Swiglu, 2>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
     default: launch_kernel(matvec_kernel<W, RT, Swiglu, 0>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y);
@@ -177,12 +296,12 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
 int matvec_variant() {
   if (g_variant < 0) {
     const char* v = std::getenv("STRATA_MATVEC_LOAD");
-    g_variant = v && (v[0] == '1' || v[0] == '2') && !v[1] ? v[0] - '0' : 0;
+    g_variant = v && v[0] >= '1' && v[0] <= '3' && !v[1] ? v[0] - '0' : 0;
   }
   return g_variant;
 }
 
-void set_matvec_variant(int v) { g_variant = v >= 0 && v <= 2 ? v : 0; }
+void set_matvec_variant(int v) { g_variant = v >= 0 && v <= 3 ? v : 0; }
 
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   launch_checked<false>(w, t, n, k, x, rows, y, stream);

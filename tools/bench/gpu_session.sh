@@ -6,7 +6,8 @@
 #   tools/bench/gpu_session.sh BINDIR [steps...]     steps: info test serve bench1b bench8b (default: all)
 #
 #   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); sweep1b sweep8b
-#   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz)
+#   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
+#   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft)
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
@@ -57,17 +58,27 @@ for step in $steps; do
     sweep1b|sweep8b|sweep8b-invariant)  # streaming clients through HTTP (tools/bench/bench_serve.mjs)
       shape=${step#sweep}; shape=${shape%-invariant}; make_model "$shape" /tmp/llama-$shape
       extra=""; [ "${step%-invariant}" != "$step" ] && extra="--batch-invariant"
-      levels=${SWEEP_LEVELS:-1,8,32,64,128}
+      levels=${SWEEP_LEVELS:-1,8,32,64,128}  # starts with 1
       node=$(command -v node || true)
       if [ -z "$node" ]; then xz -dc .devcarry/node.xz >/tmp/node && chmod +x /tmp/node && node=/tmp/node; fi
       LD_LIBRARY_PATH="$libs" "$bin/strata" serve --model /tmp/llama-$shape --device cuda --port 18081 \
         --max-slots 128 --ctx-size 1024 --max-queued 4096 $extra >"$out/serve_$step.log" 2>&1 &
       pid=$!
       for i in $(seq 240); do curl -sf localhost:18081/ready >/dev/null && break; kill -0 $pid || break; sleep 0.5; done
-      timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency "$levels" \
-        --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 --ignore-eos --quiet \
-        --json "$out/sweep_$step.json" --png "$out/sweep_$step.png" 2>&1 | tee "$out/sweep_$step.txt"
+      # Concurrency 1 with 8 requests (a 128-request run would take minutes at 8B), then the rest with 128 each.
+      timeout 120 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency 1 --requests 8 \
+        --prompt-tokens 128 --max-tokens 128 --ignore-eos --quiet --json "$out/sweep_${step}_c1.json" 2>&1 |
+        tee "$out/sweep_$step.txt"
+      [ "$levels" != 1 ] && timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 \
+        --concurrency "${levels#1,}" --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 \
+        --ignore-eos --quiet --json "$out/sweep_$step.json" --png "$out/sweep_$step.png" 2>&1 | tee -a "$out/sweep_$step.txt"
       kill $pid; wait $pid; grep -iE "error|warn" "$out/serve_$step.log" | head -5 ;;
+    spec-cuda|spec-cuda-invariant|spec-cpu)  # strata bench spec on the embedded strata-tiny pair
+      dev=cuda; cfg=""; [ "$step" = spec-cpu ] && dev=cpu
+      if [ "$step" = spec-cuda-invariant ]; then printf 'batch-invariant: true\n' >/tmp/spec-inv.yaml; cfg="--config /tmp/spec-inv.yaml"; fi
+      run timeout 240 "$bin/strata" bench spec --model models/strata-tiny --draft-model models/strata-tiny-draft \
+        --device $dev --batch 1,8 --spec off,ngram,draft --max-tokens 128 --sampling greedy $cfg \
+        --json "$out/$step.json" 2>&1 | grep -v " info " | tee "$out/$step.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done
