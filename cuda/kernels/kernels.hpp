@@ -101,9 +101,9 @@ void launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
 void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream);
 
 // y[r][j] = sum_i w[j][i] * x[r][i] for r < rows, j < n (x rows of k floats, y rows of n floats). The skinny
-// kernel: one warp per output element, 16-byte weight loads, weights read once per 16 rows, fp32 FMAs in an
-// order fixed by k alone (lane l takes vectors l, l + 32, ...; then a butterfly over the warp), so a row's
-// result does not depend on how many rows share the launch.
+// kernel: a warp per output element (per 2 or 4 of them in multi-row tiles), 16-byte weight loads, weights read
+// once per 16 rows, fp32 FMAs in an order fixed by k alone (lane l takes vectors l, l + 32, ...; then a
+// butterfly over the warp), so a row's result does not depend on how many rows share the launch.
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream);
 // The MLP's first half on the skinny kernel: w is the stacked [gate | up] matrix (2 ff rows of k), and
 // act[r][i] = silu(gate) * up with gate and up computed as launch_matvec computes them and the product as

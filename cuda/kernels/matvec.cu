@@ -65,74 +65,90 @@ struct Vec<float> {
   }
 };
 
-// One output element's dot products over the weight row `wrow` for the tile's rows, accumulated into acc.
-template <class W, int RT, int Load>
-__device__ __forceinline__ void dot_rows(const uint4* __restrict__ wrow, int k, const float* __restrict__ x, int r0,
-                                         int nr, int lane, float* acc) {
-  constexpr int V = Vec<W>::n;
-  const int nvec = k / V;
-  // kInFlight weight vectors are loaded before any of them is used, so each lane keeps that many 16-byte
-  // loads in flight (the loads are volatile asm: they issue in program order, ahead of the FMAs). The FMAs
-  // still take vectors l, l + 32, l + 64, ... in order, so the arithmetic is the one described above.
-  for (int v0 = lane; v0 < nvec; v0 += 32 * kInFlight) {
-    uint4 raw[kInFlight];
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u)
-      if (v0 + 32 * u < nvec) raw[u] = load_stream<Load>(wrow + v0 + 32 * u);
-#pragma unroll
-    for (int u = 0; u < kInFlight; ++u) {
-      const int v = v0 + 32 * u;
-      if (v >= nvec) break;
-      float wf[V];
-      Vec<W>::unpack(raw[u], wf);
-#pragma unroll
-      for (int r = 0; r < RT; ++r) {
-        if (r < nr) {
-          const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
-          float a = acc[r];
-#pragma unroll
-          for (int q = 0; q < V / 4; ++q) {
-            const float4 xv = __ldg(xr + q);
-            a = __fmaf_rn(wf[4 * q + 0], xv.x, a);
-            a = __fmaf_rn(wf[4 * q + 1], xv.y, a);
-            a = __fmaf_rn(wf[4 * q + 2], xv.z, a);
-            a = __fmaf_rn(wf[4 * q + 3], xv.w, a);
-          }
-          acc[r] = a;
-        }
-      }
-    }
-  }
-}
-
-// y[r][j] = w[j] . x[r] for the tile's rows. With Swiglu, the warp takes the gate row j and the up row n + j of
-// a stacked [gate | up] matrix (each with exactly the arithmetic above) and writes y[r][j] = silu(gate) * up
-// as launch_swiglu computes it, so the fused and unfused paths give the same bits.
-template <class W, int RT, bool Swiglu, int Load>
+// A warp computes NJ consecutive outputs j0 .. j0 + NJ - 1 for the tile's rows (with Swiglu also their up rows
+// n + j: NR weight rows in all). Every x vector a lane loads serves all NR weight rows, which is what keeps
+// multi-row tiles from being bound by L1 traffic; every output still accumulates vectors l, l + 32, l + 64, ...
+// of its own row in order with the same FMAs, so NJ changes nothing in the bits. kInFlight / NR loads per weight
+// row are issued before the first is used (the loads are volatile asm: they issue in program order).
+//
+// y[r][j] = w[j] . x[r]; with Swiglu, w is a stacked [gate | up] matrix and y[r][j] = silu(gate) * up as
+// launch_swiglu computes it, so the fused and unfused paths give the same bits.
+template <class W, int RT, int NJ, bool Swiglu, int Load>
 __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict__ w, int n, int k,
                                                              const float* __restrict__ x, int rows,
                                                              float* __restrict__ y) {
   pdl_wait();
   pdl_launch_dependents();
+  constexpr int V = Vec<W>::n;
+  constexpr int NR = NJ * (Swiglu ? 2 : 1);
+  constexpr int U = kInFlight / NR > 0 ? kInFlight / NR : 1;
   const int lane = threadIdx.x & 31;
-  const int j = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (j >= n) return;
+  const int j0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * NJ;
+  if (j0 >= n) return;
   const int r0 = blockIdx.y * RT;
   const int nr = min(RT, rows - r0);
-  float acc[RT], up[RT];
+  const int nvec = k / V;
+  const uint4* wrow[NR];
+  bool live[NR];
 #pragma unroll
-  for (int r = 0; r < RT; ++r) acc[r] = up[r] = 0.0f;
-  dot_rows<W, RT, Load>(reinterpret_cast<const uint4*>(w + size_t(j) * k), k, x, r0, nr, lane, acc);
-  if (Swiglu)
-    dot_rows<W, RT, Load>(reinterpret_cast<const uint4*>(w + (size_t(n) + j) * k), k, x, r0, nr, lane, up);
+  for (int i = 0; i < NR; ++i) {
+    const int jj = j0 + i % NJ;
+    live[i] = jj < n;
+    wrow[i] = reinterpret_cast<const uint4*>(w + (size_t(live[i] ? jj : j0) + (i >= NJ ? size_t(n) : 0)) * k);
+  }
+  float acc[NR][RT];
 #pragma unroll
-  for (int r = 0; r < RT; ++r) {
-    const float g = warp_sum(acc[r]);
-    if (!Swiglu) {
-      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = g;
-    } else {
-      const float u = warp_sum(up[r]);
-      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
+  for (int i = 0; i < NR; ++i)
+#pragma unroll
+    for (int r = 0; r < RT; ++r) acc[i][r] = 0.0f;
+  for (int v0 = lane; v0 < nvec; v0 += 32 * U) {
+    uint4 raw[NR][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int i = 0; i < NR; ++i)
+        if (v0 + 32 * u < nvec && live[i]) raw[i][u] = load_stream<Load>(wrow[i] + v0 + 32 * u);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int v = v0 + 32 * u;
+      if (v >= nvec) break;
+      float wf[NR][V];
+#pragma unroll
+      for (int i = 0; i < NR; ++i) Vec<W>::unpack(live[i] ? raw[i][u] : make_uint4(0, 0, 0, 0), wf[i]);
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+        if (r < nr) {
+          const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
+#pragma unroll
+          for (int q = 0; q < V / 4; ++q) {
+            const float4 xv = __ldg(xr + q);
+#pragma unroll
+            for (int i = 0; i < NR; ++i) {
+              float a = acc[i][r];
+              a = __fmaf_rn(wf[i][4 * q + 0], xv.x, a);
+              a = __fmaf_rn(wf[i][4 * q + 1], xv.y, a);
+              a = __fmaf_rn(wf[i][4 * q + 2], xv.z, a);
+              a = __fmaf_rn(wf[i][4 * q + 3], xv.w, a);
+              acc[i][r] = a;
+            }
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < NJ; ++i) {
+    const int jj = j0 + i;
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+      const float g = warp_sum(acc[i][r]);
+      if (!Swiglu) {
+        if (lane == 0 && r < nr && jj < n) y[size_t(r0 + r) * n + jj] = g;
+      } else {
+        const float up = warp_sum(acc[NJ + i][r]);
+        if (lane == 0 && r < nr && jj < n)
+          y[size_t(r0 + r) * n + jj] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up);
+      }
     }
   }
 }
@@ -254,16 +270,22 @@ void launch_tile(const void* w, int n, int k, const float* x, int rows, float* y
   const dim3 grid((n + kWarps - 1) / kWarps, (rows + RT - 1) / RT);
   const W* wt = static_cast<const W*>(w);
   const int variant = matvec_variant();
-  if (variant == 3 && Vec<W>::n == 8) {
+  // The fused SwiGLU form would need two rows' stages (over the 48 KB default of shared memory): it keeps the
+  // register loads, which already run near the copy bandwidth on its large matrix.
+  if (variant == 3 && Vec<W>::n == 8 && !Swiglu) {
     const size_t smem = size_t(kBulkStages) * kWarps * (Swiglu ? 2 : 1) * kBulkVec * 16;
     launch_kernel(matvec_bulk_kernel<W, RT, Swiglu>, grid, kWarps * 32, smem, stream, wt, n, k, x, rows, y);
     STRATA_CUDA_CHECK_LAUNCH();
     return;
   }
+  // Outputs per warp: one for single rows (the most warps, the most loads in flight), more for multi-row tiles,
+  // whose cost is the x traffic through L1 that NJ outputs share.
+  constexpr int NJ = RT == 1 ? 1 : (Swiglu || RT == 2) ? 2 : 4;
+  const dim3 g((n + kWarps * NJ - 1) / (kWarps * NJ), grid.y);
   switch (variant) {
-    case 1: launch_kernel(matvec_kernel<W, RT, Swiglu, 1>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
-    case 2: launch_kernel(matvec_kernel<W, RT, Swiglu, 2>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
-    default: launch_kernel(matvec_kernel<W, RT, Swiglu, 0>, grid, kWarps * 32, 0, stream, wt, n, k, x, rows, y);
+    case 1: launch_kernel(matvec_kernel<W, RT, NJ, Swiglu, 1>, g, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
+    case 2: launch_kernel(matvec_kernel<W, RT, NJ, Swiglu, 2>, g, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
+    default: launch_kernel(matvec_kernel<W, RT, NJ, Swiglu, 0>, g, kWarps * 32, 0, stream, wt, n, k, x, rows, y);
   }
   STRATA_CUDA_CHECK_LAUNCH();
 }

@@ -7,7 +7,8 @@
 #
 #   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); sweep1b sweep8b
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
-#   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft)
+#   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft);
+#   loads1b loads8b (decode per STRATA_MATVEC_LOAD variant). BENCH_EXTRA adds flags to bench1b/bench8b.
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
@@ -19,10 +20,12 @@ run() { LD_LIBRARY_PATH="$libs" "$@"; }  # only our binaries see the carried lib
 export PYTHONUNBUFFERED=1
 src=$(grep -a -o -m1 "/[[:alnum:]/._-]*/tests/data/models" "$bin/test_cuda" | head -1 | sed 's#/tests/data/models$##')
 if [ -n "$src" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
-tok=.devcarry/llama3_1
+tok=.devcarry/llama3_1  # a Llama 3 tokenizer.json + tokenizer_config.json (or .devcarry/llama3_1.tgz of that folder)
+if [ ! -d "$tok" ] && [ -f .devcarry/llama3_1.tgz ]; then tar xzf .devcarry/llama3_1.tgz -C /tmp && tok=/tmp/llama3_1; fi
 
 make_model() {  # shape dir
-  [ -f "$2/config.json" ] || python3 tools/bench/random_llama_gpu.py --shape "$1" --out "$2" --tokenizer-dir "$tok"
+  local t=""; [ -d "$tok" ] && t="--tokenizer-dir $tok"  # the tokenizer is only needed to serve the model
+  [ -f "$2/config.json" ] || python3 tools/bench/random_llama_gpu.py --shape "$1" --out "$2" $t
 }
 
 for step in $steps; do
@@ -45,10 +48,10 @@ for step in $steps; do
       kill $pid; wait $pid; tail -20 "$out/serve.log" ;;
     bench1b)
       make_model 1b /tmp/llama-1b
-      run timeout 150 "$bin/strata_bench_cuda" --model /tmp/llama-1b --prompt 256 --tokens 256 --prefill 512,4096 2>&1 | tee "$out/bench_1b.log" ;;
+      run timeout 150 "$bin/strata_bench_cuda" --model /tmp/llama-1b --prompt 256 --tokens 256 --prefill 512,4096 ${BENCH_EXTRA:-} 2>&1 | tee "$out/bench_1b.log" ;;
     bench8b)
       make_model 8b /tmp/llama-8b
-      run timeout 200 "$bin/strata_bench_cuda" --model /tmp/llama-8b --prompt 256 --tokens 256 --prefill 512,4096 2>&1 | tee "$out/bench_8b.log" ;;
+      run timeout 200 "$bin/strata_bench_cuda" --model /tmp/llama-8b --prompt 256 --tokens 256 --prefill 512,4096 ${BENCH_EXTRA:-} 2>&1 | tee "$out/bench_8b.log" ;;
     ncu1b|ncu8b)  # per-kernel times of decode steps (the last replays of the run), CSV for tools/bench/ncu_summary.py
       shape=${step#ncu}; make_model "$shape" /tmp/llama-$shape
       run timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
@@ -79,6 +82,13 @@ for step in $steps; do
       run timeout 240 "$bin/strata" bench spec --model models/strata-tiny --draft-model models/strata-tiny-draft \
         --device $dev --batch 1,8 --spec off,ngram,draft --max-tokens 128 --sampling greedy $cfg \
         --json "$out/$step.json" 2>&1 | grep -v " info " | tee "$out/$step.txt" ;;
+    loads1b|loads8b)  # batch-1 decode with each weight-load variant of the skinny matmul (STRATA_MATVEC_LOAD)
+      shape=${step#loads}; make_model "$shape" /tmp/llama-$shape
+      for v in 0 1 2 3; do
+        echo "STRATA_MATVEC_LOAD=$v"
+        STRATA_MATVEC_LOAD=$v run timeout 60 "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 \
+          --tokens 256 --prefill 16 2>&1 | grep -E "decode|prefill"
+      done 2>&1 | tee "$out/loads_$shape.log" ;;
     *) echo "unknown step $step" ;;
   esac
 done

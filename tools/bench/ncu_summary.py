@@ -30,7 +30,7 @@ def main():
     for r in csv.DictReader(lines):
         if r.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        rows.append((short(r["Kernel Name"]), r.get("Grid Size", ""), float(r["Metric Value"])))
+        rows.append((short(r["Kernel Name"]), r.get("Grid Size", ""), float(r["Metric Value"].replace(",", ""))))
     windows, cur = [], None
     for name, grid, ns in rows:
         if name.startswith("embedding"):
