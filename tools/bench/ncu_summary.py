@@ -15,7 +15,7 @@ import re
 def short(name):
     name = re.sub(r"\(.*", "", name)  # drop the argument list
     name = re.sub(r"^void ", "", name)
-    name = re.sub(r"strata::cuda::(\(anonymous namespace\)::)?", "", name)
+    name = re.sub(r"strata::(cuda::)?(\(anonymous namespace\)::|<unnamed>::)?", "", name)
     return name[:70]
 
 
