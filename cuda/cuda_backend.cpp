@@ -450,13 +450,7 @@ BackendInfo CudaBackend::info() const {
   i.max_context = impl_->opts.max_context;
   i.vocab_size = impl_->cfg.vocab_size;
   i.max_window_rows = impl_->opts.max_window_rows;
-  const KvPoolStats st = impl_->book.pool_stats();
-  i.kv_block_size = impl_->book.block_size();
-  i.kv_blocks = st.total;
-  i.kv_free_blocks = st.free;
-  i.kv_prefix_lookups = st.lookups;
-  i.kv_prefix_hits = st.hits;
-  i.kv_evictions = st.evictions;
+  impl_->book.describe_pool(&i);
   return i;
 }
 

@@ -239,4 +239,14 @@ void SlotBook::forget_last_window() {
   for (Slot& sl : slots_) sl.last_window = -1;
 }
 
+void SlotBook::describe_pool(BackendInfo* info) const {
+  const KvPoolStats st = pool_stats();
+  info->kv_block_size = block_size();
+  info->kv_blocks = st.total;
+  info->kv_free_blocks = st.free;
+  info->kv_prefix_lookups = st.lookups;
+  info->kv_prefix_hits = st.hits;
+  info->kv_evictions = st.evictions;
+}
+
 }  // namespace strata

@@ -83,6 +83,8 @@ class SlotBook {
   int total_blocks() const { return paged_ ? pool_.num_blocks() : 0; }
   int free_blocks() const { return paged_ ? pool_.available() : 0; }  // allocatable now (free or evictable)
   KvPoolStats pool_stats() const { return paged_ ? pool_.stats() : KvPoolStats{}; }
+  // The pool's part of a backend's info(): block size, total and free blocks, prefix-cache counters.
+  void describe_pool(BackendInfo* info) const;
   const KvBlockPool& pool() const { return pool_; }
   // Physical block ids of positions [0, committed) rounded up to whole blocks, in position order.
   const std::vector<int32_t>& block_table(SlotId slot) const { return slots_[size_t(slot)].table; }
