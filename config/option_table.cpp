@@ -293,8 +293,10 @@ std::vector<OptionSpec> make_table() {
   t.push_back(word("tool-call-parser", S, "Tool-call output format; auto = detect from the chat template",
                    kScopeServe, [](Config& c) -> std::string& { return c.server.tool_call_parser; },
                    {"auto", "hermes", "llama3_json", "deepseek_v3", "mistral", "none"}));
-  t.push_back(integer("http-threads", S, "HTTP worker threads", kScopeServe,
-                      [](Config& c) -> int& { return c.server.http_threads; }, 1, 4096));
+  t.push_back(integer("http-threads", S,
+                      "HTTP worker threads; each open connection (a streaming request for its whole life) holds "
+                      "one; 0 = max-slots + max-queued + 16, capped at 4096",
+                      kScopeServe, [](Config& c) -> int& { return c.server.http_threads; }, 0, 4096));
 
   // --- engine supervision ---
   t.push_back(integer("max-queued", E, "Waiting requests beyond this get HTTP 429", kScopeServe,

@@ -17,7 +17,7 @@ struct ServerOptions {
   int max_tokens_limit = 0;       // 0 = the context length
   double shutdown_timeout_s = 30.0;
   std::string reasoning_format = "auto";  // "auto" (split <think> into reasoning_content) or "none"
-  int http_threads = 32;
+  int http_threads = 0;  // 0: the serve command sizes it from the slots and the queue (HttpServer alone: 32)
   std::string chat_template_override;     // file contents of --chat-template, if given
   int penalty_window = 0;                 // tokens of history the penalties look at (0 = all)
   std::string tool_call_parser = "auto";  // "auto" (detect from the chat template) or a format name

@@ -13,6 +13,8 @@
 #include "engine/template/chat_template.hpp"
 #include "server/cli/build_info.hpp"
 #include "server/cli/commands.hpp"
+
+#include <algorithm>
 #include "server/cli/model_runtime.hpp"
 #include "server/cli/shutdown_signals.hpp"
 #include "server/server.hpp"
@@ -82,6 +84,13 @@ int run_serve(ConfigCli& cli, bool print_config) {
   ctx.registry = registry;
   ctx.metrics = config.engine.metrics.get();  // strata_requests_total{endpoint,status} for every answer
 
+  // httplib serves a connection on one pool thread for as long as it stays open, so a pool smaller than the
+  // number of streaming clients leaves the rest waiting in the accept queue, invisible to the engine (the
+  // H200 sweep saw 64 and 128 streams served 32 at a time). Room for every running and queued request:
+  if (config.server.http_threads == 0)
+    config.server.http_threads =
+        int(std::min<long>(4096, long(config.backend.max_slots) + long(config.engine.max_queued) + 16));
+  spdlog::info("http: {} worker threads", config.server.http_threads);
   HttpServer server(config.server, ctx);
   server.start();
   // e2e tests and scripts parse this line for the real port (--port 0 picks one).

@@ -4,10 +4,14 @@
 #include <catch2/catch.hpp>
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -270,4 +274,53 @@ TEST_CASE("--ctx-size 0 takes the model's max_position_embeddings; an explicit s
                                       "--ctx-size", "128", "--max-slots", "2"});
   REQUIRE(given.exit_code == 0);
   CHECK_THAT(given.err, Contains("2 slots x 128 positions"));
+}
+
+TEST_CASE("strata serve serves more concurrent streams than 32 at once: the HTTP pool is sized for the slots") {
+  // httplib keeps a pool thread per open connection, so with a fixed 32-thread pool streams 33 and up would
+  // wait in the accept queue until another stream ended. Every stream must get its first chunk before any ends.
+  const int kStreams = 40;
+  ChildProcess server(kStrata, {"serve", "--model", kFixture, "--port", "0", "--threads", "1", "--max-slots",
+                                std::to_string(kStreams), "--max-queued", "64", "--spec", "off"});
+  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
+  REQUIRE(server.wait_for_stderr("\n", std::chrono::seconds(5)));
+  std::smatch m;
+  const std::string err = server.err();
+  REQUIRE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)\n")));
+  const int port = std::stoi(m[1]);
+  CHECK_THAT(err, Contains("http: " + std::to_string(kStreams + 64 + 16) + " worker threads"));
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> first(kStreams), last(kStreams);
+  std::vector<int> status(kStreams, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kStreams; ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(120, 0);
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/completions";
+      req.set_header("Content-Type", "application/json");
+      req.body = nlohmann::json{{"model", "qwen3"}, {"prompt", "stream " + std::to_string(i)}, {"max_tokens", 200},
+                                {"ignore_eos", true}, {"stream", true}, {"temperature", 0}}
+                     .dump();
+      bool seen = false;
+      req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+        if (!seen) first[size_t(i)] = Clock::now();
+        seen = true;
+        return true;
+      };
+      auto res = client.send(req);
+      last[size_t(i)] = Clock::now();
+      status[size_t(i)] = res ? res->status : -1;
+    });
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < kStreams; ++i) REQUIRE(status[size_t(i)] == 200);
+  const auto latest_first = *std::max_element(first.begin(), first.end());
+  const auto earliest_end = *std::min_element(last.begin(), last.end());
+  CHECK(latest_first < earliest_end);
+
+  server.signal(SIGTERM);
+  CHECK(server.finish(std::chrono::seconds(60)).exit_code == 0);
 }
