@@ -44,8 +44,17 @@ std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& hist
     draft_->reset_slot(slot_);
     cached_.clear();
   }
-  const size_t from = cached_.size();
-  // Catch up and draft d1; keep everything but the last token, which every draft step re-runs.
+  size_t from = cached_.size();
+  // Catch up in windows the draft backend accepts (a long prompt is more rows than one window may hold);
+  // every window but the last keeps all of its rows.
+  const size_t max_rows = static_cast<size_t>(std::max(1, draft_->info().max_window_rows));
+  while (history.size() - from > max_rows) {
+    const auto first = history.begin() + static_cast<long>(from);
+    run(std::vector<TokenId>(first, first + static_cast<long>(max_rows)), static_cast<int32_t>(from));
+    from += max_rows;
+    cached_.assign(history.begin(), history.begin() + static_cast<long>(from));
+  }
+  // The last of them drafts d1; keep everything but the last token, which every draft step re-runs.
   std::vector<TokenId> drafts{
       run(std::vector<TokenId>(history.begin() + static_cast<long>(from), history.end()), static_cast<int32_t>(from))};
   draft_->commit(slot_, static_cast<int>(keep - from));

@@ -17,8 +17,9 @@ struct ToyBackend : Backend {
   std::map<SlotId, int> last_first, last_count;
   std::vector<Window> windows;
   int resets = 0;
+  int max_rows = 64;
 
-  BackendInfo info() const override { return {"toy", 2, 64, 100, 64}; }
+  BackendInfo info() const override { return {"toy", 2, 64, 100, max_rows}; }
   SlotId open_slot() override {
     if (free_slots == 0) return kNoSlot;
     SlotId s = static_cast<SlotId>(held.size());
@@ -37,6 +38,7 @@ struct ToyBackend : Backend {
   void set_sampling(SlotId, const SamplingParams& p) override { CHECK(p.greedy()); }
   std::vector<RowResult> run_window(const Window& w) override {
     if (fail) throw Error("toy: device fault");
+    if (static_cast<int>(w.rows.size()) > max_rows) throw Error("toy: window larger than max_window_rows");
     windows.push_back(w);
     std::vector<RowResult> out;
     SlotId s = w.rows.front().slot;
@@ -110,4 +112,25 @@ TEST_CASE("draft-model drafter passes a draft backend fault to its caller") {
   DraftModelDrafter d(toy);
   toy->fail = true;
   CHECK_THROWS_WITH(d.propose({5, 6}, 2), Catch::Contains("device fault"));
+}
+
+TEST_CASE("draft-model drafter catches up a history longer than the draft backend's window in several windows") {
+  auto toy = std::make_shared<ToyBackend>();
+  toy->max_rows = 5;
+  DraftModelDrafter d(toy);
+  std::vector<TokenId> history;
+  for (int i = 0; i < 23; ++i) history.push_back(TokenId(10 + i));
+  // 23 tokens in windows of at most 5 rows: the toy backend throws on a larger one.
+  CHECK(d.propose(history, 3) == std::vector<TokenId>{33, 34, 35});
+  for (const Window& w : toy->windows) CHECK(w.rows.size() <= 5u);
+  CHECK(toy->windows.size() >= 5u + 2u);  // ceil(23 / 5) catch-up windows, then two draft steps
+  // The slot holds the history minus its last token, as after a one-window catch-up.
+  const std::vector<TokenId> expect(history.begin(), history.end() - 1);
+  CHECK(toy->held.at(0) == expect);
+  // And it goes on in step: two accepted tokens later only the new rows are fed.
+  history.push_back(33);
+  history.push_back(34);
+  const size_t before = toy->windows.size();
+  CHECK(d.propose(history, 2) == std::vector<TokenId>{35, 36});
+  CHECK(toy->windows[before].rows.size() == 3u);  // the old last token and the two new ones
 }
