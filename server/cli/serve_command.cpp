@@ -2,19 +2,19 @@
 // drain (readiness false, new requests 503, running ones finish within --shutdown-timeout) and exit 0.
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <prometheus/registry.h>
 
 #include "config/config_cli.hpp"
+#include "config/default_model.hpp"
 #include "engine/core/metrics.hpp"
 #include "engine/logging/logging.hpp"
 #include "engine/template/chat_template.hpp"
 #include "server/cli/build_info.hpp"
 #include "server/cli/commands.hpp"
-
-#include <algorithm>
 #include "server/cli/model_runtime.hpp"
 #include "server/cli/shutdown_signals.hpp"
 #include "server/server.hpp"
@@ -50,7 +50,11 @@ std::unique_ptr<ChatTemplate> load_chat_template(const Config& config, const Mod
 int run_serve(ConfigCli& cli, bool print_config) {
   Config config = cli.build();
   if (print_config) {
-    std::cout << describe_config(config, cli.sources(), kScopeAll);
+    // What serving would use: with no --model, the embedded model's draft turns speculation on.
+    Config shown = config;
+    if (shown.model.model_dir.empty())
+      apply_default_draft(shown, cli.sources(), resolve_default_model_dir(current_executable_path()));
+    std::cout << describe_config(shown, cli.sources(), kScopeAll);
     return kExitOk;
   }
   setup_logging(config.logging.format, config.logging.level);

@@ -242,6 +242,14 @@ TEST_CASE("strata serve --print-config shows each effective value with its sourc
   CHECK_THAT(r.out, Contains("threads = 0  (default)"));
   CHECK_THAT(r.out, !Contains("secret-key"));  // keys are never printed
   CHECK_THAT(r.err, !Contains("listening on"));
+  // With no --model the embedded strata-tiny and its draft are what serving uses, and the listing says so;
+  // an explicit --spec wins.
+  const RunResult embedded = run_strata({"serve", "--print-config"});
+  REQUIRE(embedded.exit_code == 0);
+  CHECK_THAT(embedded.out, Contains("spec = draft"));
+  CHECK_THAT(embedded.out, Contains("strata-tiny-draft"));
+  const RunResult off = run_strata({"serve", "--print-config", "--spec", "off"});
+  CHECK_THAT(off.out, Contains("spec = off  (flag --spec)"));
 }
 
 TEST_CASE("strata tokenize and detokenize round-trip text through the fixture's tokenizer") {
