@@ -332,3 +332,62 @@ TEST_CASE("strata serve serves more concurrent streams than 32 at once: the HTTP
   server.signal(SIGTERM);
   CHECK(server.finish(std::chrono::seconds(60)).exit_code == 0);
 }
+
+namespace {
+
+double metric_value(const std::string& scrape, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(scrape, m, std::regex("\n" + name + "(\\{[^}]*\\})? ([0-9.e+-]+)"))) return -1.0;
+  return std::stod(m[2]);
+}
+
+}  // namespace
+
+TEST_CASE("a long shared system prompt is prefilled once: the second request reuses its cached KV blocks") {
+  // The embedded strata-tiny (2048 positions) and a system prompt of about 1900 tokens.
+  ChildProcess server(kStrata, {"serve", "--port", "0", "--threads", "2", "--max-slots", "2", "--spec", "off"});
+  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
+  REQUIRE(server.wait_for_stderr("\n", std::chrono::seconds(5)));
+  std::smatch m;
+  const std::string err = server.err();
+  REQUIRE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)\n")));
+  httplib::Client client("127.0.0.1", std::stoi(m[1]));
+  client.set_read_timeout(300, 0);
+
+  std::string system = "You review Python code. The module under review:\n";
+  for (int i = 0; system.size() < 3800; ++i)
+    system += "def step_" + std::to_string(i) + "(x):\n    return x * " + std::to_string(i % 7 + 2) + " + " +
+              std::to_string(i) + "\n";
+  auto ask = [&](const std::string& question) {
+    const nlohmann::json body = {{"model", "strata-tiny"},
+                                 {"messages", {{{"role", "system"}, {"content", system}},
+                                               {{"role", "user"}, {"content", question}}}},
+                                 {"max_tokens", 4},
+                                 {"temperature", 0}};
+    auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+    REQUIRE(res);
+    INFO(res->body);
+    REQUIRE(res->status == 200);
+    return nlohmann::json::parse(res->body)["usage"]["prompt_tokens"].get<int>();
+  };
+  auto scrape = [&] {
+    auto res = client.Get("/metrics");
+    REQUIRE(res);
+    return "\n" + res->body;
+  };
+  const int prompt_a = ask("What does step_3 return?");
+  REQUIRE(prompt_a >= 1800);
+  REQUIRE(prompt_a < 2040);
+  const std::string before = scrape();
+  const int prompt_b = ask("Which function multiplies by 5?");
+  const std::string after = scrape();
+  const double hits = metric_value(after, "strata_prefix_cache_hits_total") -
+                      std::max(0.0, metric_value(before, "strata_prefix_cache_hits_total"));
+  // The system prompt and the template's start are shared: all but the last partial 16-token block of the
+  // shared part (and the blocks that hold the different questions) come from the cache.
+  INFO("prompt tokens " << prompt_a << " / " << prompt_b << ", blocks reused " << hits);
+  CHECK(hits >= double(prompt_a - 40) / 16.0 - 2.0);
+
+  server.signal(SIGTERM);
+  CHECK(server.finish(std::chrono::seconds(60)).exit_code == 0);
+}
