@@ -41,6 +41,7 @@ constexpr int kDefaultCtxCap = 4096;
 struct SpecOptions {
   SpecMode mode = SpecMode::Off;
   int k = 4;                 // drafted tokens per verify window
+  int max_batch = 0;         // draft only while at most this many requests decode; 0 = always
   std::string draft_model;   // model directory, required for SpecMode::Draft
 };
 

@@ -219,6 +219,10 @@ std::vector<OptionSpec> make_table() {
                                {{"off", SpecMode::Off}, {"ngram", SpecMode::Ngram}, {"draft", SpecMode::Draft}}));
   t.push_back(integer("spec-k", P, "Drafted tokens per verify window", kScopeModel,
                       [](Config& c) -> int& { return c.spec.k; }, 1, 64));
+  t.push_back(integer("spec-max-batch", P,
+                      "Draft only while at most this many requests are decoding (a full batch leaves the verifier "
+                      "no spare work to hide drafts in); 0 = always",
+                      kScopeModel, [](Config& c) -> int& { return c.spec.max_batch; }, 0, 1 << 20));
   {
     OptionSpec o = text("draft-model", P, "Draft model directory (required with --spec draft)", kScopeModel,
                         [](Config& c) -> std::string& { return c.spec.draft_model; }, "DIR");

@@ -565,8 +565,12 @@ struct Engine::Impl {
   }
 
   void propose_drafts(Incarnation& inc, const std::vector<SlotState*>& live) {
+    const int max_batch = opts.speculation.max_batch;
+    const long decoding =
+        max_batch > 0 ? std::count_if(live.begin(), live.end(), [](const SlotState* s) { return s->decoding(); }) : 0;
     for (SlotState* s : live) {
       s->drafts.clear();
+      if (decoding > max_batch) continue;  // a full batch: verify rows would only slow the others down
       int k = draft_budget(*s);
       if (k == 0) continue;
       in_call = {s};
@@ -862,6 +866,7 @@ Engine::Engine(BackendFactory factory, const Tokenizer& tokenizer, std::vector<T
   const SpeculationOptions& so = m.opts.speculation;
   if (so.mode != SpeculationMode::Off && so.max_k < 1)
     throw Error("engine: speculation.max_k must be at least 1 when speculation is on");
+  if (so.max_batch < 0) throw Error("engine: speculation.max_batch must not be negative (0 = no limit)");
   if (so.mode == SpeculationMode::Ngram && (so.ngram_min < 1 || so.ngram_max < so.ngram_min))
     throw Error("engine: speculation n-gram sizes must satisfy 1 <= ngram_min <= ngram_max");
   if (so.mode == SpeculationMode::Draft && !so.drafter_factory)

@@ -24,6 +24,7 @@ enum class SpeculationMode {
 struct SpeculationOptions {
   SpeculationMode mode = SpeculationMode::Off;
   int max_k = 4;  // drafts per verify window at most (--spec-k); AdaptiveK drafts fewer when acceptance is low
+  int max_batch = 0;  // no drafts while more than this many requests are decoding (--spec-max-batch); 0 = always
   int ngram_min = 1, ngram_max = 4;
   // Called on the engine thread once per admitted request; a drafter that throws (here or in propose) is
   // dropped for that request and generation goes on without it.

@@ -60,6 +60,7 @@ struct SpecBenchArgs {
   std::vector<std::string> modes;      // empty: off, ngram, and draft when --draft-model is given
   std::vector<std::string> samplings{"greedy", "seeded"};
   int spec_k = 4;
+  int spec_max_batch = 0;
   int max_tokens = 128;
   int threads = 0;
   int ctx_size = 0;
@@ -271,9 +272,11 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   if (flag("threads")) config.backend.threads = args.threads;
   if (flag("ctx-size")) config.backend.ctx_size = args.ctx_size;
   if (flag("spec-k")) config.spec.k = args.spec_k;
+  if (flag("spec-max-batch")) config.spec.max_batch = args.spec_max_batch;
   if (flag("draft-model")) config.spec.draft_model = args.draft_model;
   args.draft_model = config.spec.draft_model;
   args.spec_k = config.spec.k;
+  args.spec_max_batch = config.spec.max_batch;
 
   if (args.modes.empty()) {
     args.modes = {"off", "ngram"};
@@ -326,6 +329,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
     EngineOptions eo = config.engine;
     eo.speculation.mode = speculation_mode(mode);
     eo.speculation.max_k = args.spec_k;
+    eo.speculation.max_batch = args.spec_max_batch;
     eo.speculation.drafter_factory = mode == "draft" ? drafter_factory : nullptr;
     auto registry = std::make_shared<prometheus::Registry>();
     eo.metrics = std::make_shared<Metrics>(registry, strata_version(), built_with_cuda() ? "yes" : "no",
@@ -431,6 +435,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"draft_model", args.draft_model.empty() ? nlohmann::json(nullptr) : nlohmann::json(args.draft_model)},
                           {"device", device_name(rt.device)},
                           {"spec_k", args.spec_k},
+                          {"spec_max_batch", args.spec_max_batch},
                           {"max_tokens", args.max_tokens},
                           {"batches", batches},
                           {"modes", modes},
@@ -479,6 +484,9 @@ Command add_bench_command(CLI::App& root) {
       ->delimiter(',')->check(CLI::IsMember({"greedy", "seeded"}))->capture_default_str();
   spec->add_option("--spec-k", args->spec_k, "Drafted tokens per verify window at most")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  spec->add_option("--spec-max-batch", args->spec_max_batch,
+                   "Draft only while at most this many requests decode; 0 = always")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str();
   spec->add_option("--max-tokens", args->max_tokens, "Tokens generated per request (EOS ignored)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   spec->add_option("--warmup-tokens", args->warmup_tokens, "Tokens per request of the untimed warm-up rounds")

@@ -194,3 +194,30 @@ TEST_CASE("CPU: a draft model identical to the greedy target has every draft acc
   CHECK(drafted > 0);
   CHECK(spec.counter("strata_spec_accepted_tokens_total") == drafted);
 }
+
+TEST_CASE("CPU: with a batch limit the n-gram drafter drafts only while few requests decode; output unchanged",
+          "[engine][cpu][spec]") {
+  Rig off("qwen3", with(SpeculationMode::Off, 4));
+  const auto ref = run_batch(off, Sampling::Greedy, 0);
+  Rig free_spec("qwen3", with(SpeculationMode::Ngram, 4));
+  CHECK(run_batch(free_spec, Sampling::Greedy, 0) == ref);
+  EngineOptions o = with(SpeculationMode::Ngram, 4);
+  o.speculation.max_batch = 2;
+  Rig limited("qwen3", o);
+  CHECK(run_batch(limited, Sampling::Greedy, 0) == ref);
+  const double unlimited_drafts = free_spec.counter("strata_spec_drafts_total");
+  const double limited_drafts = limited.counter("strata_spec_drafts_total");
+  INFO("verify windows with drafts: unlimited " << unlimited_drafts << ", limited " << limited_drafts);
+  CHECK(unlimited_drafts > 0);
+  // Eight requests decode together for most of the run: drafting only happens once at most two are left.
+  CHECK(limited_drafts < unlimited_drafts / 2);
+  // Alone, each request is under the limit and drafts as before.
+  CHECK(run_alone(limited, Sampling::Greedy, 0) == run_alone(off, Sampling::Greedy, 0));
+  CHECK(limited.counter("strata_spec_drafts_total") > limited_drafts);
+}
+
+TEST_CASE("a negative speculation batch limit is refused", "[engine][spec]") {
+  EngineOptions o = with(SpeculationMode::Ngram, 4);
+  o.speculation.max_batch = -1;
+  CHECK_THROWS_WITH(Rig("qwen3", o), Catch::Matchers::Contains("max_batch must not be negative"));
+}
