@@ -43,7 +43,8 @@ class BpeModel {
 
  private:
   static uint64_t pair_key(TokenId a, TokenId b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
-  static constexpr TokenId kDropped = -1;  // a placeholder symbol that no merge names
+  // A character with neither a token nor an unk: kept as a separator that no merge names, removed after merging.
+  static constexpr TokenId kDropped = -1;
   static constexpr size_t kSmallWord = 64;  // up to this many symbols, merge_small beats the heap
   void merge_symbols(std::vector<TokenId>& ids) const;
   void merge_small(std::vector<TokenId>& ids) const;
