@@ -81,37 +81,26 @@ std::string chat_finish_reason(const FinishEvent& f, bool tool_calls) {
 
 RouteResponse chat_whole(const RouteEnv& env, ChatPlan& p, GenerationJob& job, const CallContext& call) {
   size_t n = job.size();
-  std::vector<std::string> text(n);
   std::vector<nlohmann::json> lps(n, nlohmann::json::array());
-  std::vector<std::optional<FinishEvent>> fin(n);
-  auto stop = stop_predicate(env, call);
-  while (!job.finished()) {
-    auto ev = job.wait(stop);
-    if (!ev) break;
-    auto& [i, e] = *ev;
-    if (e.token) {
-      text[i] += e.token->text;
-      if (p.req.logprobs) lps[i].push_back(chat_logprob_entry(*env.codec, *e.token, p.req.top_logprobs));
-    }
-    if (e.finish) {
-      if (is_failure(*e.finish)) return error_response(finish_error(*e.finish));
-      text[i] += e.finish->text;
-      fin[i] = std::move(e.finish);
-    }
-  }
-  if (!job.finished()) return unfinished_response(env);
+  WholeAnswer whole;
+  if (auto failed = collect_whole(env, job, call, &whole, [&](size_t i, const TokenEvent& t) {
+        if (p.req.logprobs) lps[i].push_back(chat_logprob_entry(*env.codec, t, p.req.top_logprobs));
+      }))
+    return *failed;
+  const std::vector<std::string>& text = whole.text;
+  const std::vector<FinishEvent>& fin = whole.finish;
   std::vector<ChatChoice> choices;
   int completion = 0;
   for (size_t i = 0; i < n; ++i) {
     ChatChoice c;
     c.index = static_cast<int>(i);
     c.message = parse_whole_output(p.parser, text[i]);
-    c.finish_reason = chat_finish_reason(*fin[i], !c.message.tool_calls.empty());
+    c.finish_reason = chat_finish_reason(fin[i], !c.message.tool_calls.empty());
     c.logprobs = p.req.logprobs ? nlohmann::json{{"content", lps[i]}} : nlohmann::json(nullptr);
-    completion += fin[i]->completion_tokens;
+    completion += fin[i].completion_tokens;
     choices.push_back(std::move(c));
   }
-  int prompt_tokens = fin[0]->prompt_tokens > 0 ? fin[0]->prompt_tokens : static_cast<int>(p.prompt.size());
+  int prompt_tokens = fin[0].prompt_tokens > 0 ? fin[0].prompt_tokens : static_cast<int>(p.prompt.size());
   return json_response(chat_completion_json(p.header, choices, usage_json(prompt_tokens, completion)));
 }
 

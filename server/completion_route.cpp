@@ -91,25 +91,14 @@ int usage_prompt_tokens(const CompletionPlan& p) {
 RouteResponse completion_whole(const RouteEnv& env, CompletionPlan& p, GenerationJob& job, const CallContext& call) {
   size_t n = job.size();
   int per_prompt = p.req.gen.n;
-  std::vector<std::string> text(n);
   std::vector<std::vector<TokenEvent>> toks(n);
-  std::vector<std::optional<FinishEvent>> fin(n);
-  auto stop = stop_predicate(env, call);
-  while (!job.finished()) {
-    auto ev = job.wait(stop);
-    if (!ev) break;
-    auto& [i, e] = *ev;
-    if (e.token) {
-      text[i] += e.token->text;
-      if (p.req.logprobs >= 0) toks[i].push_back(*e.token);
-    }
-    if (e.finish) {
-      if (is_failure(*e.finish)) return error_response(finish_error(*e.finish));
-      text[i] += e.finish->text;
-      fin[i] = std::move(e.finish);
-    }
-  }
-  if (!job.finished()) return unfinished_response(env);
+  WholeAnswer whole;
+  if (auto failed = collect_whole(env, job, call, &whole, [&](size_t i, const TokenEvent& t) {
+        if (p.req.logprobs >= 0) toks[i].push_back(t);
+      }))
+    return *failed;
+  const std::vector<std::string>& text = whole.text;
+  const std::vector<FinishEvent>& fin = whole.finish;
   std::vector<CompletionChoice> choices;
   int completion = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -117,14 +106,14 @@ RouteResponse completion_whole(const RouteEnv& env, CompletionPlan& p, Generatio
     CompletionChoice c;
     c.index = static_cast<int>(i);
     c.text = p.req.echo ? p.prompt_texts[prompt_index] + text[i] : text[i];
-    c.finish_reason = completion_finish_reason(*fin[i]);
+    c.finish_reason = completion_finish_reason(fin[i]);
     if (p.req.logprobs >= 0) {
       CompletionLogprobs lp;
-      if (p.req.echo) add_prompt_logprobs(env, p, *fin[i], prompt_index, lp);
+      if (p.req.echo) add_prompt_logprobs(env, p, fin[i], prompt_index, lp);
       for (const TokenEvent& t : toks[i]) lp.add(*env.codec, t, p.req.logprobs, true);
       c.logprobs = lp.to_json();
     }
-    completion += fin[i]->completion_tokens;
+    completion += fin[i].completion_tokens;
     choices.push_back(std::move(c));
   }
   return json_response(completion_json(p.header, choices, usage_json(usage_prompt_tokens(p), completion)));

@@ -121,6 +121,33 @@ RouteResponse unfinished_response(const RouteEnv& env) {
   return error_response(e);
 }
 
+std::optional<RouteResponse> collect_whole(const RouteEnv& env, GenerationJob& job, const CallContext& call,
+                                           WholeAnswer* out,
+                                           const std::function<void(size_t, const TokenEvent&)>& on_token) {
+  const size_t n = job.size();
+  out->text.assign(n, std::string());
+  std::vector<std::optional<FinishEvent>> fin(n);
+  auto stop = stop_predicate(env, call);
+  while (!job.finished()) {
+    auto ev = job.wait(stop);
+    if (!ev) break;
+    auto& [i, e] = *ev;
+    if (e.token) {
+      out->text[i] += e.token->text;
+      on_token(i, *e.token);
+    }
+    if (e.finish) {
+      if (is_failure(*e.finish)) return error_response(finish_error(*e.finish));
+      out->text[i] += e.finish->text;
+      fin[i] = std::move(e.finish);
+    }
+  }
+  if (!job.finished()) return unfinished_response(env);
+  out->finish.clear();
+  for (auto& f : fin) out->finish.push_back(std::move(*f));
+  return std::nullopt;
+}
+
 bool is_failure(const FinishEvent& f) { return f.reason == FinishReason::Error || f.reason == FinishReason::Cancelled; }
 
 ApiError finish_error(const FinishEvent& f) {

@@ -44,6 +44,18 @@ RouteResponse unfinished_response(const RouteEnv& env);
 ApiError finish_error(const FinishEvent& f);
 bool is_failure(const FinishEvent& f);
 
+// A whole (non-streamed) answer, per choice: the text (every token's text, then the finish event's) and the
+// finish event.
+struct WholeAnswer {
+  std::vector<std::string> text;
+  std::vector<FinishEvent> finish;
+};
+// Waits for every choice of the job, showing each token to on_token(choice, token) as it comes. An error
+// response when a choice failed or the wait was given up (client gone, server aborting), else nullopt.
+std::optional<RouteResponse> collect_whole(const RouteEnv& env, GenerationJob& job, const CallContext& call,
+                                           WholeAnswer* out,
+                                           const std::function<void(size_t, const TokenEvent&)>& on_token);
+
 // The state an SSE stream keeps alive while it runs: the route's plan and its engine job.
 template <class Plan>
 struct GenerationStream {
