@@ -41,6 +41,13 @@ std::vector<TokenId> parse_ids(const json& j, const Tokenizer& tok, const std::s
 }
 
 // Runs body, turning a strata::Error into exit code 1 with the message on err.
+// Calls line_fn(line, "line N") for each line of `in`, N counting from 1 (the name error messages use).
+template <class F>
+void for_each_line(std::istream& in, F&& line_fn) {
+  std::string line;
+  for (size_t n = 1; std::getline(in, line); ++n) line_fn(line, "line " + std::to_string(n));
+}
+
 template <class F>
 int guarded(const char* command, std::ostream& err, F&& body) {
   try {
@@ -74,9 +81,7 @@ int run_tokenize_lines_command(const std::string& tokenizer_path, bool add_speci
                                std::ostream& out, std::ostream& err) {
   return guarded("tokenize", err, [&] {
     auto tok = Tokenizer::load(tokenizer_path);
-    std::string line;
-    for (size_t n = 1; std::getline(in, line); ++n) {
-      const std::string what = "line " + std::to_string(n);
+    for_each_line(in, [&](const std::string& line, const std::string& what) {
       const json j = parse_json(line, what);
       if (!j.is_string()) throw Error(what + " must be a JSON string");
       std::string text;
@@ -86,7 +91,7 @@ int run_tokenize_lines_command(const std::string& tokenizer_path, bool add_speci
         throw Error(what + ": " + e.what());
       }
       out << json(tok->encode(text, add_special_tokens)).dump() << "\n";
-    }
+    });
   });
 }
 
@@ -94,11 +99,9 @@ int run_detokenize_lines_command(const std::string& tokenizer_path, bool skip_sp
                                  std::ostream& out, std::ostream& err) {
   return guarded("detokenize", err, [&] {
     auto tok = Tokenizer::load(tokenizer_path);
-    std::string line;
-    for (size_t n = 1; std::getline(in, line); ++n) {
-      const std::string what = "line " + std::to_string(n);
+    for_each_line(in, [&](const std::string& line, const std::string& what) {
       out << json(tok->decode(parse_ids(parse_json(line, what), *tok, what), skip_special_tokens)).dump() << "\n";
-    }
+    });
   });
 }
 
@@ -106,15 +109,13 @@ int run_detokenize_stream_command(const std::string& tokenizer_path, bool skip_s
                                   std::ostream& out, std::ostream& err) {
   return guarded("detokenize", err, [&] {
     auto tok = Tokenizer::load(tokenizer_path);
-    std::string line;
-    for (size_t n = 1; std::getline(in, line); ++n) {
-      const std::string what = "line " + std::to_string(n);
+    for_each_line(in, [&](const std::string& line, const std::string& what) {
       DecodeStream stream(*tok, skip_special_tokens);
       json pieces = json::array();
       for (TokenId id : parse_ids(parse_json(line, what), *tok, what)) pieces.push_back(stream.step(id));
       pieces.push_back(stream.flush());
       out << pieces.dump() << "\n";
-    }
+    });
   });
 }
 
