@@ -37,20 +37,27 @@ struct BackendShape {
   bool batch_invariant = false;      // CUDA: fixed-order kernels for every window
 };
 
+// What both backends' options take from the shape: sequences, context and the paged KV pool.
+template <class Options>
+Options pool_options(const BackendShape& shape) {
+  Options opts;
+  opts.max_slots = shape.max_slots;
+  opts.max_context = shape.max_context;
+  opts.kv_block_size = shape.kv_block_size;
+  opts.kv_blocks = shape.kv_blocks;
+  opts.prefix_caching = shape.prefix_caching;
+  return opts;
+}
+
 // The one backend choice for both the target and the draft model: CUDA (device 0, the only one used) when
 // `device` is cuda, else the CPU backend.
 Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, Device device,
                                            const BackendShape& shape) {
 #ifdef STRATA_HAVE_CUDA
   if (device == Device::Cuda) {
-    CudaBackendOptions opts;
-    opts.max_slots = shape.max_slots;
-    opts.max_context = shape.max_context;
+    CudaBackendOptions opts = pool_options<CudaBackendOptions>(shape);
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
-    opts.kv_block_size = shape.kv_block_size;
-    opts.kv_blocks = shape.kv_blocks;
-    opts.prefix_caching = shape.prefix_caching;
     // Batch windows of more than 16 rows (and prompt chunks) take the tensor-core path unless batch invariance
     // is asked for; verify windows of one slot (at most 16 rows) always stay on the exact skinny kernel.
     opts.max_output_rows = 256;
@@ -60,13 +67,8 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
 #else
   (void)device;
 #endif
-  CpuBackendOptions opts;
-  opts.max_slots = shape.max_slots;
-  opts.max_context = shape.max_context;
+  CpuBackendOptions opts = pool_options<CpuBackendOptions>(shape);
   opts.threads = shape.threads;
-  opts.kv_block_size = shape.kv_block_size;
-  opts.kv_blocks = shape.kv_blocks;
-  opts.prefix_caching = shape.prefix_caching;
   return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
 }
 
