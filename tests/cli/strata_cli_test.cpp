@@ -32,6 +32,17 @@ RunResult run_strata(const std::vector<std::string>& args, const std::map<std::s
   return run_process(kStrata, args, env);
 }
 
+// Waits for a `strata serve --port 0` child's "listening on" line and returns the port it names.
+int wait_for_port(ChildProcess& server) {
+  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
+  // The line may still be arriving: wait for its end.
+  REQUIRE(server.wait_for_stderr("\n", std::chrono::seconds(5)));
+  std::smatch m;
+  const std::string err = server.err();
+  REQUIRE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)\n")));
+  return std::stoi(m[1]);
+}
+
 std::string temp_file(const std::string& name, const std::string& contents) {
   const auto dir = std::filesystem::temp_directory_path() / ("strata-cli-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -197,13 +208,7 @@ TEST_CASE("--log-format json makes every stderr line a JSON object with ts, leve
 
 TEST_CASE("strata serve on port 0 logs its real address, answers /health and exits 0 on SIGTERM") {
   ChildProcess server(kStrata, {"serve", "--model", kFixture, "--port", "0", "--threads", "1", "--max-slots", "2"});
-  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
-  // The line may still be arriving: wait for its end.
-  REQUIRE(server.wait_for_stderr("\n", std::chrono::seconds(5)));
-  std::smatch m;
-  const std::string err = server.err();
-  REQUIRE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)\n")));
-  const int port = std::stoi(m[1]);
+  const int port = wait_for_port(server);
   CHECK(port > 0);
 
   httplib::Client client("127.0.0.1", port);
@@ -290,13 +295,8 @@ TEST_CASE("strata serve serves more concurrent streams than 32 at once: the HTTP
   const int kStreams = 40;
   ChildProcess server(kStrata, {"serve", "--model", kFixture, "--port", "0", "--threads", "1", "--max-slots",
                                 std::to_string(kStreams), "--max-queued", "64", "--spec", "off"});
-  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
-  REQUIRE(server.wait_for_stderr("\n", std::chrono::seconds(5)));
-  std::smatch m;
-  const std::string err = server.err();
-  REQUIRE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)\n")));
-  const int port = std::stoi(m[1]);
-  CHECK_THAT(err, Contains("http: " + std::to_string(kStreams + 64 + 16) + " worker threads"));
+  const int port = wait_for_port(server);
+  CHECK_THAT(server.err(), Contains("http: " + std::to_string(kStreams + 64 + 16) + " worker threads"));
 
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> first(kStreams), last(kStreams);
@@ -346,12 +346,7 @@ double metric_value(const std::string& scrape, const std::string& name) {
 TEST_CASE("a long shared system prompt is prefilled once: the second request reuses its cached KV blocks") {
   // The embedded strata-tiny (2048 positions) and a system prompt of about 1900 tokens.
   ChildProcess server(kStrata, {"serve", "--port", "0", "--threads", "2", "--max-slots", "2", "--spec", "off"});
-  REQUIRE(server.wait_for_stderr("listening on http://", std::chrono::seconds(120)));
-  REQUIRE(server.wait_for_stderr("\n", std::chrono::seconds(5)));
-  std::smatch m;
-  const std::string err = server.err();
-  REQUIRE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)\n")));
-  httplib::Client client("127.0.0.1", std::stoi(m[1]));
+  httplib::Client client("127.0.0.1", wait_for_port(server));
   client.set_read_timeout(300, 0);
 
   std::string system = "You review Python code. The module under review:\n";
