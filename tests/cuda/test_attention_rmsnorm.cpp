@@ -1,0 +1,598 @@
+// The fp32 attention kernel (launch_attention) and the fused residual-add RMSNorm (launch_add_rmsnorm) on
+// their own, against straightforward host fp32 references, and their window invariants at the kernel level:
+// a row's attention bits are the same alone, in a verify tile of up to 16 rows, beside other slots' rows and
+// under a grid with more splits than it needs; a row's norm bits are the same alone and among 64 rows, and with
+// 16-byte or scalar loads. Attention inputs are random q / K / V in a paged arena with fragmented block tables
+// (layer 1 of two, so layer_offset is exercised). Also prints the decode-shape speed of both (not asserted).
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda/kernels/kernels.hpp"
+#include "engine/core/types.hpp"
+
+using namespace strata;
+using namespace strata::cuda;
+
+namespace {
+
+#define CU(call) REQUIRE((call) == cudaSuccess)
+
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Dev(size_t count) : n(count) {
+    CU(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(count, 1) * sizeof(T)));
+  }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  ~Dev() { cudaFree(p); }
+  void put(const std::vector<T>& h, size_t at = 0) {
+    REQUIRE(at + h.size() <= n);
+    CU(cudaMemcpy(p + at, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> get(size_t at = 0, size_t count = size_t(-1)) const {
+    if (count == size_t(-1)) count = n - at;
+    std::vector<T> h(count);
+    CU(cudaMemcpy(h.data(), p + at, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+  }
+};
+
+uint16_t bf16_rn(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+// ---------------------------------------------------------------------------------------------------------
+// Attention
+
+struct AttnShape {
+  int head_dim, n_heads, n_kv_heads;
+  int slots, context;
+};
+
+struct RowAt {
+  int slot, pos;
+};
+
+// A window: rows in order, cut into query tiles of consecutive positions of one slot.
+struct AttnWindow {
+  std::vector<RowAt> rows;
+  std::vector<int> tile_first, tile_rows;
+  // Appends `count` rows of `slot` from position `first`, in tiles of at most `tile` rows.
+  void add(int slot, int first, int count, int tile) {
+    for (int i = 0; i < count; i += tile) {
+      tile_first.push_back(int(rows.size()) + i);
+      tile_rows.push_back(std::min(tile, count - i));
+    }
+    for (int i = 0; i < count; ++i) rows.push_back({slot, first + i});
+  }
+};
+
+// The arena and its block tables on host and device; q of a row is a function of (slot, pos) alone, so one
+// row gets the same q in every window.
+class AttnFixture {
+ public:
+  AttnFixture(const AttnShape& s, unsigned seed)
+      : sh(s), hd(s.head_dim), q_dim(s.n_heads * s.head_dim), kv_dim(s.n_kv_heads * s.head_dim),
+        stride(q_dim + 2 * kv_dim), seed_(seed), per_slot((s.context + kBs - 1) / kBs), blocks(s.slots * per_slot),
+        layer(size_t(blocks) * kBs * size_t(kv_dim)), k_(2 * layer), v_(2 * layer), table_(size_t(blocks)) {
+    // Blocks handed out interleaved across slots and in reverse: every table is fragmented.
+    std::vector<int32_t> table(static_cast<size_t>(blocks));
+    for (int sl = 0; sl < s.slots; ++sl)
+      for (int j = 0; j < per_slot; ++j) table[size_t(sl) * per_slot + j] = blocks - 1 - (j * s.slots + sl);
+    table_h = table;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    kh.resize(2 * layer);
+    vh.resize(2 * layer);
+    for (float& x : kh) x = u(rng);
+    for (float& x : vh) x = u(rng);
+    k_.put(kh);
+    v_.put(vh);
+    table_.put(table);
+    configure_attention(hd);
+  }
+
+  std::vector<float> q_of(int slot, int pos) const {
+    std::mt19937 rng(seed_ * 2654435761u + unsigned(slot) * 40503u + unsigned(pos) * 7919u + 1u);
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    std::vector<float> q(static_cast<size_t>(q_dim));
+    for (float& x : q) x = u(rng);
+    return q;
+  }
+
+  const float* k_row(int slot, int pos) const { return &kh[cell(slot, pos) * kv_dim + layer]; }
+  const float* v_row(int slot, int pos) const { return &vh[cell(slot, pos) * kv_dim + layer]; }
+
+  // The CPU backend's arithmetic, in fp32: scores, max, exp, sum, P.V, times 1 / sum.
+  std::vector<float> reference(const RowAt& r) const {
+    const std::vector<float> q = q_of(r.slot, r.pos);
+    const int group = sh.n_heads / sh.n_kv_heads;
+    const float scale = 1.0f / std::sqrt(float(hd));
+    std::vector<float> out(size_t(q_dim), 0.0f), score(size_t(r.pos) + 1);
+    for (int h = 0; h < sh.n_heads; ++h) {
+      const size_t ko = size_t(h / group) * hd;
+      float m = -INFINITY;
+      for (int t = 0; t <= r.pos; ++t) {
+        const float* k = k_row(r.slot, t) + ko;
+        float d = 0.0f;
+        for (int i = 0; i < hd; ++i) d += q[size_t(h) * hd + i] * k[i];
+        score[size_t(t)] = d * scale;
+        m = std::max(m, score[size_t(t)]);
+      }
+      float sum = 0.0f;
+      for (int t = 0; t <= r.pos; ++t) {
+        score[size_t(t)] = std::exp(score[size_t(t)] - m);
+        sum += score[size_t(t)];
+      }
+      float* o = &out[size_t(h) * hd];
+      for (int t = 0; t <= r.pos; ++t) {
+        const float* v = v_row(r.slot, t) + ko;
+        for (int i = 0; i < hd; ++i) o[i] += score[size_t(t)] * v[i];
+      }
+      for (int i = 0; i < hd; ++i) o[i] *= 1.0f / sum;
+    }
+    return out;
+  }
+
+  struct Out {
+    std::vector<float> out;       // [rows][q_dim]
+    std::vector<uint16_t> out16;  // its bf16 copy
+    bool pad_untouched = true;    // rows past the window stay as they were
+  };
+
+  // Runs launch_attention on `w`. extra_splits: grid splits beyond what the largest position needs (a graph
+  // captured for longer windows); extra_tiles: grid tiles beyond the window's.
+  Out run(const AttnWindow& w, int extra_splits = 0, int extra_tiles = 0) const {
+    const int rows = int(w.rows.size()), n_tiles = int(w.tile_first.size());
+    const int pad_rows = 3;
+    std::vector<float> qkv(size_t(rows) * stride, 0.0f);
+    std::vector<int> pos, slot;
+    int max_pos = 0;
+    for (int i = 0; i < rows; ++i) {
+      const RowAt& r = w.rows[size_t(i)];
+      REQUIRE(r.pos < sh.context);
+      const std::vector<float> q = q_of(r.slot, r.pos);
+      std::copy(q.begin(), q.end(), qkv.begin() + size_t(i) * stride);
+      // k and v of the row: garbage (the kernel reads K/V from the arena only)
+      for (int j = q_dim; j < stride; ++j) qkv[size_t(i) * stride + j] = 1e30f;
+      pos.push_back(r.pos);
+      slot.push_back(r.slot);
+      max_pos = std::max(max_pos, r.pos);
+    }
+    const int max_splits = (sh.context + kAttnSplit - 1) / kAttnSplit;
+    const int grid_splits = std::min(max_splits, max_pos / kAttnSplit + 1 + extra_splits);
+    Dev<float> d_qkv(qkv.size());
+    d_qkv.put(qkv);
+    Dev<int> d_pos{size_t(rows)}, d_slot{size_t(rows)}, d_tf{size_t(n_tiles + extra_tiles)},
+        d_tr{size_t(n_tiles + extra_tiles)}, d_nt(1);
+    d_pos.put(pos);
+    d_slot.put(slot);
+    std::vector<int> tf = w.tile_first, tr = w.tile_rows;
+    tf.resize(size_t(n_tiles + extra_tiles), 0);  // tiles past n_tiles: their blocks must exit
+    tr.resize(size_t(n_tiles + extra_tiles), kAttnQueryTile);
+    d_tf.put(tf);
+    d_tr.put(tr);
+    d_nt.put({n_tiles});
+    Dev<float> part_acc(size_t(rows) * sh.n_heads * max_splits * hd),
+        part_ml(size_t(rows) * sh.n_heads * max_splits * 2);
+    const size_t out_n = size_t(rows + pad_rows) * q_dim;
+    Dev<float> out(out_n);
+    Dev<uint16_t> out16(out_n);
+    out.put(std::vector<float>(out_n, NAN));
+    out16.put(std::vector<uint16_t>(out_n, 0x7fc1));
+
+    AttentionParams ap;
+    ap.qkv = d_qkv.p;
+    ap.qkv_stride = stride;
+    ap.kv.k = k_.p;
+    ap.kv.v = v_.p;
+    ap.kv.block_table = table_.p;
+    ap.kv.table_stride = per_slot;
+    ap.kv.block_size = kBs;
+    ap.kv.layer_offset = layer;
+    ap.kv.kv_dim = kv_dim;
+    ap.n_heads = sh.n_heads;
+    ap.n_kv_heads = sh.n_kv_heads;
+    ap.head_dim = hd;
+    ap.scale = 1.0f / std::sqrt(float(hd));
+    ap.pos = d_pos.p;
+    ap.slot = d_slot.p;
+    ap.tile_first = d_tf.p;
+    ap.tile_rows = d_tr.p;
+    ap.n_tiles = d_nt.p;
+    ap.max_tiles = n_tiles + extra_tiles;
+    ap.max_splits = max_splits;
+    ap.grid_splits = grid_splits;
+    ap.rows = rows;
+    ap.part_acc = part_acc.p;
+    ap.part_ml = part_ml.p;
+    ap.out = out.p;
+    ap.out16 = out16.p;
+    launch_attention(ap, nullptr);
+    CU(cudaDeviceSynchronize());
+    CU(cudaGetLastError());
+
+    Out res;
+    const std::vector<float> o = out.get();
+    const std::vector<uint16_t> o16 = out16.get();
+    const size_t n = size_t(rows) * q_dim;
+    res.out.assign(o.begin(), o.begin() + std::ptrdiff_t(n));
+    res.out16.assign(o16.begin(), o16.begin() + std::ptrdiff_t(n));
+    for (size_t i = n; i < out_n; ++i)
+      if (!std::isnan(o[i]) || o16[i] != 0x7fc1) res.pad_untouched = false;
+    return res;
+  }
+
+  AttnShape sh;
+  int hd, q_dim, kv_dim, stride;
+
+ private:
+  static constexpr int kBs = 16;
+  size_t cell(int slot, int pos) const {
+    return size_t(table_h[size_t(slot) * per_slot + pos / kBs]) * kBs + size_t(pos % kBs);
+  }
+  unsigned seed_;
+  int per_slot, blocks;
+  size_t layer;
+  Dev<float> k_, v_;
+  Dev<int32_t> table_;
+  std::vector<int32_t> table_h;
+  std::vector<float> kh, vh;
+};
+
+// Every row of `w` within 1e-4 of the reference (relative to the row's largest value, at least 1); the bf16
+// copy is the fp32 output rounded; rows past the window untouched.
+void check_reference(const AttnFixture& f, const AttnWindow& w, int extra_splits = 0) {
+  const AttnFixture::Out got = f.run(w, extra_splits, 2);
+  CHECK(got.pad_untouched);
+  size_t bad16 = 0;
+  for (size_t i = 0; i < got.out.size(); ++i)
+    if (got.out16[i] != bf16_rn(got.out[i])) ++bad16;
+  CHECK(bad16 == 0);
+  for (size_t i = 0; i < w.rows.size(); ++i) {
+    const RowAt& r = w.rows[i];
+    const std::vector<float> ref = f.reference(r);
+    float scale = 1.0f, err = 0.0f;
+    for (float x : ref) scale = std::max(scale, std::fabs(x));
+    for (size_t j = 0; j < ref.size(); ++j) {
+      const float d = std::fabs(got.out[i * size_t(f.q_dim) + j] - ref[j]);
+      err = std::isnan(d) ? INFINITY : std::max(err, d);
+    }
+    INFO("hd " << f.hd << ", heads " << f.sh.n_heads << "/" << f.sh.n_kv_heads << ", row " << i << " (slot " << r.slot
+               << ", pos " << r.pos << "): max |gpu - ref| " << err << " at scale " << scale);
+    CHECK(err <= 1e-4f * scale);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention matches a host fp32 reference: decode rows and verify tiles, GQA 4:1 and 1:1") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  // Decode rows of several slots, each its own 1-row tile: positions on both sides of split boundaries.
+  AttnWindow decode;
+  const int dpos[] = {0, 1, 31, 127, 128, 129, 260, 700, 1023};
+  for (int i = 0; i < 9; ++i) decode.add(i % 6, dpos[i], 1, 1);
+  // Verify tiles of 16 rows (one crossing position 256, one crossing 128), a 7-row tile, single rows.
+  AttnWindow verify;
+  verify.add(0, 250, 16, 16);
+  verify.add(1, 120, 16, 16);
+  verify.add(2, 0, 7, 16);
+  verify.add(3, 511, 1, 1);
+  verify.add(4, 600, 40, 16);  // 16 + 16 + 8
+  for (const AttnShape sh : {AttnShape{64, 32, 8, 6, 1024}, AttnShape{128, 32, 8, 6, 1024},
+                             AttnShape{64, 8, 8, 6, 1024}, AttnShape{128, 8, 8, 6, 1024},
+                             AttnShape{128, 16, 4, 6, 1024}}) {
+    AttnFixture f(sh, 1u + unsigned(sh.head_dim + sh.n_kv_heads));
+    check_reference(f, decode);
+    check_reference(f, verify);
+  }
+}
+
+TEST_CASE("attention matches a host fp32 reference on unusual shapes") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  AttnWindow w;
+  w.add(0, 0, 1, 1);
+  w.add(1, 300, 1, 1);
+  w.add(2, 125, 3, 3);   // 3-row tile: heads per block not a divisor of every group
+  w.add(3, 60, 16, 16);
+  w.add(1, 2000, 5, 16);  // 16 splits
+  for (const AttnShape sh : {AttnShape{16, 12, 2, 4, 2048},   // group 6, tiny head
+                             AttnShape{36, 14, 2, 4, 2048},   // group 7, head_dim / 4 odd
+                             AttnShape{18, 4, 2, 4, 2048},    // head_dim not a multiple of 4: scalar copies
+                             AttnShape{256, 8, 2, 4, 2048},   // V loaded into K's buffer
+                             AttnShape{32, 32, 1, 4, 2048},   // group 32: two blocks per decode row
+                             AttnShape{48, 6, 6, 4, 2048}}) {
+    AttnFixture f(sh, 100u + unsigned(sh.head_dim));
+    check_reference(f, w);
+    check_reference(f, w, 5);  // a grid with more splits than the window needs
+  }
+}
+
+TEST_CASE("attention: a row's bits alone, in a 16-row verify tile and beside other slots are the same") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  for (const AttnShape sh : {AttnShape{64, 32, 8, 4, 1024}, AttnShape{128, 16, 4, 4, 1024},
+                             AttnShape{64, 8, 8, 4, 1024}, AttnShape{36, 14, 2, 4, 1024}}) {
+    AttnFixture f(sh, 7u + unsigned(sh.head_dim));
+    const int P = 250, slot = 1;
+    const size_t qd = size_t(f.q_dim);
+    // Each row of positions P - 15 .. P + 15 alone in its window.
+    std::vector<std::vector<float>> alone;
+    for (int p = P - 15; p <= P + 15; ++p) {
+      AttnWindow w;
+      w.add(slot, p, 1, 1);
+      alone.push_back(f.run(w).out);
+    }
+    auto alone_of = [&](int p) -> const std::vector<float>& { return alone[size_t(p - (P - 15))]; };
+    // Tiles of T rows starting at several offsets, alone and after other slots' rows, with a larger grid.
+    for (int T : {2, 5, 16}) {
+      for (int first : {P - 15, P - 7, P, P + 15 - T + 1}) {
+        AttnWindow w;
+        w.add(slot, first, T, 16);
+        AttnWindow crowd;
+        crowd.add(0, 900, 1, 1);
+        crowd.add(2, 40, 16, 16);
+        const size_t at = crowd.rows.size();
+        crowd.add(slot, first, T, 16);
+        crowd.add(3, 1000, 3, 16);
+        const std::vector<float> got = f.run(w).out, got2 = f.run(crowd, 3).out;
+        for (int t = 0; t < T; ++t) {
+          INFO("hd " << f.hd << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << ", tile of " << T << " from "
+                     << first << ", row " << t);
+          CHECK(same_bits(&got[size_t(t) * qd], alone_of(first + t).data(), qd));
+          CHECK(same_bits(&got2[(at + size_t(t)) * qd], alone_of(first + t).data(), qd));
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// RMSNorm
+
+namespace {
+
+struct NormCase {
+  int n, rows;
+  bool delta, bias, write_back, y16, row_map;
+  int offset = 0;  // floats by which every buffer is shifted (1: no 16-byte loads)
+};
+
+struct NormOut {
+  std::vector<float> x, y;
+  std::vector<uint16_t> y16;
+};
+
+struct NormInputs {
+  std::vector<float> x, delta, bias, weight;
+  std::vector<int> map;
+};
+
+NormInputs norm_inputs(int n, int rows, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  NormInputs in;
+  in.x.resize(size_t(rows) * n);
+  in.delta.resize(size_t(rows) * n);
+  in.bias.resize(size_t(n));
+  in.weight.resize(size_t(n));
+  for (float& v : in.x) v = nd(rng) * 3.0f;
+  for (float& v : in.delta) v = nd(rng);
+  for (float& v : in.bias) v = nd(rng) * 0.1f;
+  for (float& v : in.weight) v = 1.0f + nd(rng) * 0.2f;
+  for (int i = 0; i < rows; ++i) in.map.push_back((i * 37 + 11) % rows);
+  return in;
+}
+
+NormOut run_norm(const NormCase& c, const NormInputs& in, float eps) {
+  const size_t off = size_t(c.offset), xn = size_t(c.rows) * c.n;
+  Dev<float> x(xn + off), delta(xn + off), bias(size_t(c.n) + off), weight(size_t(c.n) + off), y(xn + off);
+  Dev<uint16_t> y16(xn + off);
+  Dev<int> map{size_t(c.rows)};
+  x.put(in.x, off);
+  delta.put(in.delta, off);
+  bias.put(in.bias, off);
+  weight.put(in.weight, off);
+  map.put(in.map);
+  y.put(std::vector<float>(xn + off, NAN));
+  launch_add_rmsnorm(x.p + off, c.delta ? delta.p + off : nullptr, c.bias ? bias.p + off : nullptr, weight.p + off,
+                     c.row_map ? map.p : nullptr, c.rows, c.n, eps, c.write_back, y.p + off,
+                     c.y16 ? static_cast<void*>(y16.p + off) : nullptr, nullptr);
+  CU(cudaDeviceSynchronize());
+  CU(cudaGetLastError());
+  NormOut o;
+  o.x = x.get(off);
+  o.y = y.get(off);
+  if (c.y16) o.y16 = y16.get(off);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("add_rmsnorm matches a host reference and keeps the row's bits alone and among 64 rows") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  const float eps = 1e-5f;
+  for (int n : {18, 48, 64, 896, 2048, 3072, 4096, 5001, 8192, 16384, 20000}) {
+    const int rows = 64;
+    const NormInputs in = norm_inputs(n, rows, unsigned(n));
+    for (int variant = 0; variant < 6; ++variant) {
+      NormCase c{n, rows, variant != 0, variant >= 2, variant == 2 || variant == 4, variant >= 3, variant == 5};
+      INFO("n " << n << ", variant " << variant);
+      const NormOut got = run_norm(c, in, eps);
+      // The host reference: v rounded as the kernel rounds it, the norm in double.
+      size_t bad = 0, bad_x = 0, bad16 = 0;
+      float worst = 0.0f;
+      for (int i = 0; i < rows; ++i) {
+        const int s = c.row_map ? in.map[size_t(i)] : i;
+        std::vector<float> v(static_cast<size_t>(n));
+        double ss = 0.0;
+        for (int j = 0; j < n; ++j) {
+          float x = in.x[size_t(s) * n + j];
+          const float d = in.delta[size_t(s) * n + j];
+          if (c.delta) x = x + (c.bias ? d + in.bias[size_t(j)] : d);
+          v[size_t(j)] = x;
+          ss += double(x) * double(x);
+        }
+        const double inv = 1.0 / std::sqrt(ss / n + double(eps));
+        for (int j = 0; j < n; ++j) {
+          const double ref = double(in.weight[size_t(j)]) * (double(v[size_t(j)]) * inv);
+          const float g = got.y[size_t(i) * n + j];
+          const double rel = std::fabs(double(g) - ref) / std::max(std::fabs(ref), 1e-30);
+          worst = std::max(worst, float(rel));
+          if (!(rel <= 1e-6)) ++bad;
+          if (c.y16 && got.y16[size_t(i) * n + j] != bf16_rn(g)) ++bad16;
+          const float want_x = c.write_back && c.delta ? v[size_t(j)] : in.x[size_t(s) * n + j];
+          if (std::memcmp(&got.x[size_t(s) * n + j], &want_x, 4) != 0) ++bad_x;
+        }
+      }
+      INFO("worst relative error " << worst);
+      CHECK(bad == 0);
+      CHECK(bad_x == 0);
+      CHECK(bad16 == 0);
+
+      // Row k alone (row_map names it; write_back off so x stays the same) gives the bits of row k among 64,
+      // and so do scalar loads (every buffer shifted by one float).
+      if (!c.write_back) {
+        for (int k : {0, 13, 63}) {
+          const size_t xn = size_t(rows) * n;
+          Dev<float> x(xn), delta(xn), bias{size_t(n)}, weight{size_t(n)}, y{size_t(n)};
+          Dev<int> map(1);
+          x.put(in.x);
+          delta.put(in.delta);
+          bias.put(in.bias);
+          weight.put(in.weight);
+          map.put({c.row_map ? in.map[size_t(k)] : k});
+          launch_add_rmsnorm(x.p, c.delta ? delta.p : nullptr, c.bias ? bias.p : nullptr, weight.p, map.p, 1, n, eps,
+                             false, y.p, nullptr, nullptr);
+          CU(cudaDeviceSynchronize());
+          const std::vector<float> y1 = y.get();
+          INFO("row " << k << " alone");
+          CHECK(same_bits(y1.data(), &got.y[size_t(k) * n], size_t(n)));
+        }
+        NormCase shifted = c;
+        shifted.offset = 1;
+        const NormOut s = run_norm(shifted, in, eps);
+        INFO("scalar loads");
+        CHECK(same_bits(s.y.data(), got.y.data(), got.y.size()));
+      }
+    }
+  }
+}
+
+TEST_CASE("attention and add_rmsnorm decode-shape speed (printed, not asserted)") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  cudaEvent_t e0, e1;
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  const int iters = 200;
+  // Llama-3.2-1B: 32 q / 8 kv heads, head_dim 64, one decode row at position 260; and 64 such rows of 64 slots.
+  for (int rows : {1, 64}) {
+    const int hd = 64, heads = 32, kv_heads = 8, context = 1024;
+    const int q_dim = heads * hd, kv_dim = kv_heads * hd, stride = q_dim + 2 * kv_dim;
+    const int max_splits = context / kAttnSplit;
+    std::vector<int> pos(size_t(rows), 260), slot(static_cast<size_t>(rows)), tf(static_cast<size_t>(rows)),
+        tr(size_t(rows), 1);
+    for (int i = 0; i < rows; ++i) slot[size_t(i)] = tf[size_t(i)] = i;
+    Dev<float> qkv(size_t(rows) * stride), part_acc(size_t(rows) * heads * max_splits * hd),
+        part_ml(size_t(rows) * heads * max_splits * 2), out(size_t(rows) * q_dim);
+    qkv.put(std::vector<float>(size_t(rows) * stride, 0.5f));
+    Dev<int> d_pos{size_t(rows)}, d_slot{size_t(rows)}, d_tf{size_t(rows)}, d_tr{size_t(rows)}, d_nt(1);
+    d_pos.put(pos);
+    d_slot.put(slot);
+    d_tf.put(tf);
+    d_tr.put(tr);
+    d_nt.put({rows});
+    const int bs = 16, per_slot = context / bs, blocks = rows * per_slot;
+    const size_t layer = size_t(blocks) * bs * kv_dim;
+    Dev<float> k(layer), v(layer);
+    k.put(std::vector<float>(layer, 0.25f));
+    v.put(std::vector<float>(layer, 0.5f));
+    std::vector<int32_t> table(static_cast<size_t>(blocks));
+    for (int i = 0; i < blocks; ++i) table[size_t(i)] = i;
+    Dev<int32_t> d_table(table.size());
+    d_table.put(table);
+    AttentionParams ap;
+    ap.qkv = qkv.p;
+    ap.qkv_stride = stride;
+    ap.kv.k = k.p;
+    ap.kv.v = v.p;
+    ap.kv.block_table = d_table.p;
+    ap.kv.table_stride = per_slot;
+    ap.kv.block_size = bs;
+    ap.kv.layer_offset = 0;
+    ap.kv.kv_dim = kv_dim;
+    ap.n_heads = heads;
+    ap.n_kv_heads = kv_heads;
+    ap.head_dim = hd;
+    ap.scale = 0.125f;
+    ap.pos = d_pos.p;
+    ap.slot = d_slot.p;
+    ap.tile_first = d_tf.p;
+    ap.tile_rows = d_tr.p;
+    ap.n_tiles = d_nt.p;
+    ap.max_tiles = rows;
+    ap.max_splits = max_splits;
+    ap.grid_splits = 4;  // the window metadata's power of two above the 3 splits position 260 needs
+    ap.rows = rows;
+    ap.part_acc = part_acc.p;
+    ap.part_ml = part_ml.p;
+    ap.out = out.p;
+    configure_attention(hd);
+    launch_attention(ap, nullptr);
+    CU(cudaDeviceSynchronize());
+    CU(cudaEventRecord(e0));
+    for (int i = 0; i < iters; ++i) launch_attention(ap, nullptr);
+    CU(cudaEventRecord(e1));
+    CU(cudaEventSynchronize(e1));
+    float ms = 0.0f;
+    CU(cudaEventElapsedTime(&ms, e0, e1));
+    std::printf("attention (partial + combine), %d decode row(s) at position 260, 32/8 heads, hd 64: %.2f us\n", rows,
+                double(ms) * 1e3 / iters);
+  }
+  for (int n : {2048, 4096, 8192}) {
+    for (int rows : {1, 64, 512}) {
+      const size_t xn = size_t(rows) * n;
+      Dev<float> x(xn), delta(xn), weight{size_t(n)}, y(xn);
+      x.put(std::vector<float>(xn, 1.0f));
+      delta.put(std::vector<float>(xn, 0.0f));
+      weight.put(std::vector<float>(size_t(n), 1.0f));
+      launch_add_rmsnorm(x.p, delta.p, nullptr, weight.p, nullptr, rows, n, 1e-5f, true, y.p, nullptr, nullptr);
+      CU(cudaDeviceSynchronize());
+      CU(cudaEventRecord(e0));
+      for (int i = 0; i < iters; ++i)
+        launch_add_rmsnorm(x.p, delta.p, nullptr, weight.p, nullptr, rows, n, 1e-5f, true, y.p, nullptr, nullptr);
+      CU(cudaEventRecord(e1));
+      CU(cudaEventSynchronize(e1));
+      float ms = 0.0f;
+      CU(cudaEventElapsedTime(&ms, e0, e1));
+      std::printf("add_rmsnorm %d x %d (write back): %.2f us\n", rows, n, double(ms) * 1e3 / iters);
+    }
+  }
+  CU(cudaGetLastError());
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
