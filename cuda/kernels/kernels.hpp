@@ -101,21 +101,15 @@ void launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
 void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream);
 
 // y[r][j] = sum_i w[j][i] * x[r][i] for r < rows, j < n (x rows of k floats, y rows of n floats). The skinny
-// kernel: a warp per output element (per 2 or 4 of them in multi-row tiles), 16-byte weight loads, weights read
-// once per 16 rows, fp32 FMAs in an order fixed by k alone (lane l takes vectors l, l + 32, ...; then a
-// butterfly over the warp), so a row's result does not depend on how many rows share the launch.
+// kernel (matvec.cu): bf16 weights on the tensor cores, read once per 64 rows, the activations split into two
+// bf16 parts for near-fp32 products, fp32 sums in an order fixed by k alone; fp32 weights on CUDA cores in an
+// order fixed by k. Either way a row's result does not depend on how many rows share the launch.
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream);
 // The MLP's first half on the skinny kernel: w is the stacked [gate | up] matrix (2 ff rows of k), and
 // act[r][i] = silu(gate) * up with gate and up computed as launch_matvec computes them and the product as
 // launch_swiglu does, so it gives the bits of launch_matvec followed by launch_swiglu in one kernel.
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
                           cudaStream_t stream);
-// How the skinny matmul reads its weights (0: non-coherent loads that skip L1; 1: the same with a 256-byte L2
-// prefetch; 2: through L1 with the prefetch; 3: bf16 rows through shared memory by bulk copies). Only speed
-// differs. STRATA_MATVEC_LOAD selects it at startup;
-// the kernel benchmark compares them.
-int matvec_variant();
-void set_matvec_variant(int variant);
 
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).

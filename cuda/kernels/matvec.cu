@@ -1,12 +1,19 @@
-// The skinny matmul for decode and verify windows (launch_matvec in kernels.hpp). Decode is memory-bound:
-// the weights stream through once per 16 rows with 16-byte non-allocating loads while the activations (a
-// few KB per row) stay in L1/L2. Per output element the arithmetic is: lane l of the warp accumulates, with
-// fp32 FMAs, the 16-byte weight vectors l, l + 32, l + 64, ... in order (elements of a vector in order), then
-// the warp butterfly adds the 32 lane sums. That order is a function of k only, so the same row gives the same
-// bits in a tile of 1, 2, 4, 8 or 16 rows.
+// The skinny matmul for decode, verify and batch windows of up to 64 rows (launch_matvec in kernels.hpp).
+// Decode is memory-bound: the weights must stream through once per window at the HBM bandwidth, whatever the
+// number of rows, so bf16 weights go through the tensor cores (mma.sync m16n8k16): a warp holds a 16 x 32
+// weight tile in registers and applies it to up to 64 rows (8 tiles of 8), the rows' fp32 activations split
+// into a bf16 high part and a bf16 remainder (x = hi + lo to 16 significant bits) so the products keep close
+// to fp32 accuracy. fp32 weights (f16/f32 checkpoints) take the CUDA-core kernel at the end of the file.
+//
+// Why a row's bits do not depend on the window (so a verify window of T rows gives the bits of T single-row
+// windows, and a slot's tokens do not depend on who else is in the batch): each output element is one
+// accumulator column of the mma, which sums only its own row's products; the inner dimension is cut into
+// chunks of 32, warp w of the block's KW takes chunks w, w + KW, w + 2 KW, ... in that order (hi part, then lo,
+// for each of the chunk's two k16 steps), and the KW warp sums are added in warp order. KW is fixed by the
+// matrix's shape (launch_bf16), so all of that is fixed by the matrix alone.
+// Rows beyond the window, outputs beyond n and the tail of k past its last multiple of 8 are zeros in the
+// fragments: they contribute exact zeros to nobody else's sums.
 #include <cuda_bf16.h>
-
-#include <cstdlib>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
@@ -17,287 +24,276 @@ namespace strata {
 namespace cuda {
 namespace {
 
-constexpr int kWarps = 8;  // output elements per block
-constexpr int kMaxTile = 16;
-constexpr int kInFlight = 8;  // 16-byte weight loads each lane issues before it uses the first
+constexpr int kWarps = 8;     // warps per block of the fp32-weight kernel
+constexpr int kChunk = 32;    // inner-dimension elements per warp step: 8 per lane of a quad
 
-// How the weights are read (set_matvec_variant; the arithmetic is the same in all of them):
-// 0: non-coherent, no L1 allocation; 1: the same with a 256-byte L2 prefetch per miss; 2: non-coherent through
-// L1 with the 256-byte L2 prefetch; 3: bf16 rows through shared memory by bulk copies (matvec_bulk_kernel).
-template <int Load>
-__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+__device__ __forceinline__ uint4 load_stream(const void* p) {
   uint4 r;
-  if (Load == 0)
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-  else if (Load == 1)
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-  else
-    asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
   return r;
 }
 
-int g_variant = -1;  // -1: not read yet
+__device__ __forceinline__ uint32_t pack_bf16(float lo_k, float hi_k) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo_k, hi_k);  // .x (the lower k) in the low half
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
 
-template <class W>
-struct Vec;
+// Splits 4 consecutive activations into bf16 pairs: hi = rn(x), lo = rn(x - hi).
+__device__ __forceinline__ void split4(const float4& v, uint32_t& h0, uint32_t& h1, uint32_t& l0, uint32_t& l1) {
+  const __nv_bfloat16 a = __float2bfloat16_rn(v.x), b = __float2bfloat16_rn(v.y), c = __float2bfloat16_rn(v.z),
+                      d = __float2bfloat16_rn(v.w);
+  h0 = pack_bf16(__bfloat162float(a), __bfloat162float(b));
+  h1 = pack_bf16(__bfloat162float(c), __bfloat162float(d));
+  l0 = pack_bf16(__fsub_rn(v.x, __bfloat162float(a)), __fsub_rn(v.y, __bfloat162float(b)));
+  l1 = pack_bf16(__fsub_rn(v.z, __bfloat162float(c)), __fsub_rn(v.w, __bfloat162float(d)));
+}
 
-template <>
-struct Vec<__nv_bfloat16> {
-  static constexpr int n = 8;
-  __device__ static void unpack(const uint4& u, float* f) {
-    f[0] = bf16_lo(u.x), f[1] = bf16_hi(u.x), f[2] = bf16_lo(u.y), f[3] = bf16_hi(u.y);
-    f[4] = bf16_lo(u.z), f[5] = bf16_hi(u.z), f[6] = bf16_lo(u.w), f[7] = bf16_hi(u.w);
-  }
-};
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
 
-template <>
-struct Vec<float> {
-  static constexpr int n = 4;
-  __device__ static void unpack(const uint4& u, float* f) {
-    f[0] = __uint_as_float(u.x), f[1] = __uint_as_float(u.y), f[2] = __uint_as_float(u.z),
-    f[3] = __uint_as_float(u.w);
-  }
-};
-
-// A warp computes NJ consecutive outputs j0 .. j0 + NJ - 1 for the tile's rows (with Swiglu also their up rows
-// n + j: NR weight rows in all). Every x vector a lane loads serves all NR weight rows, which is what keeps
-// multi-row tiles from being bound by L1 traffic; every output still accumulates vectors l, l + 32, l + 64, ...
-// of its own row in order with the same FMAs, so NJ changes nothing in the bits. kInFlight / NR loads per weight
-// row are issued before the first is used (the loads are volatile asm: they issue in program order).
+// Fragment layout (PTX m16n8k16): lane = 4 g + t. The inner dimension is permuted inside each chunk of 32 so
+// that every lane loads 8 consecutive elements (16 bytes) of a weight row and of an activation row: lane (g, t)
+// holds physical k = 8t .. 8t + 7 of weight rows g and g + 8 and of activation row (column) g; the mma's
+// logical k 2t, 2t + 1 / 2t + 8, 2t + 9 of step s are physical 8t + 4s + {0, 1} / {2, 3}. A and B use the same
+// permutation, so the dot product is the same sum.
 //
-// y[r][j] = w[j] . x[r]; with Swiglu, w is a stacked [gate | up] matrix and y[r][j] = silu(gate) * up as
-// launch_swiglu computes it, so the fused and unfused paths give the same bits.
-template <class W, int RT, int NJ, bool Swiglu, int Load>
-__global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const W* __restrict__ w, int n, int k,
+// A block of KW warps computes MT tiles of 16 outputs (with Swiglu: tile 0 the gate rows j0 .., tile 1 their up
+// rows n + j0 ..) for NT column tiles of 8 rows starting at row r0 = blockIdx.x * 8 NT. U chunks' weight loads
+// are in flight per warp before the first is used. The first U chunks' weights are loaded before pdl_wait():
+// weights never depend on the previous kernel, so with programmatic dependent launch their fetch overlaps the
+// tail of the kernel before (the norm, RoPE or attention kernels that run between matmuls).
+template <int KW, int MT, int NT, int U, bool Swiglu>
+__global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16* __restrict__ w, int n, int k,
                                                              const float* __restrict__ x, int rows,
                                                              float* __restrict__ y) {
+  __shared__ float red[KW][MT * NT * 4][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int j0 = blockIdx.y * (Swiglu ? 16 : 16 * MT);
+  const int r0 = blockIdx.x * 8 * NT;
+  const int nchunks = (k + kChunk - 1) / kChunk;
+
+  // This lane's two weight rows per output tile (clamped to row j0 when past n; their loads are skipped).
+  const __nv_bfloat16* wa[MT];
+  const __nv_bfloat16* wb[MT];
+  bool la[MT], lb[MT];
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    const int base = Swiglu ? j0 : j0 + 16 * m;
+    const size_t off = Swiglu && m == 1 ? size_t(n) : 0;
+    la[m] = base + g < n;
+    lb[m] = base + g + 8 < n;
+    wa[m] = w + (off + size_t(la[m] ? base + g : j0)) * k + 8 * t;
+    wb[m] = w + (off + size_t(lb[m] ? base + g + 8 : j0)) * k + 8 * t;
+  }
+  uint4 ra[U][MT], rb[U][MT];
+  auto load_weights = [&](int c0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int kk = (c0 + u * KW) * kChunk;
+      const bool in_k = kk + 8 * t + 8 <= k;  // k is a multiple of 8: a lane's 8 elements are all in or all out
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        ra[u][m] = in_k && la[m] ? load_stream(wa[m] + kk) : make_uint4(0, 0, 0, 0);
+        rb[u][m] = in_k && lb[m] ? load_stream(wb[m] + kk) : make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+  load_weights(warp);
+  pdl_wait();  // x is the previous kernel's output
+  pdl_launch_dependents();
+
+  const float* xr[NT];
+  bool lx[NT];
+#pragma unroll
+  for (int q = 0; q < NT; ++q) {
+    const int r = r0 + 8 * q + g;
+    lx[q] = r < rows;
+    xr[q] = x + size_t(lx[q] ? r : 0) * k + 8 * t;
+  }
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int q = 0; q < NT; ++q)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[m][q][e] = 0.0f;
+
+  for (int c0 = warp; c0 < nchunks; c0 += KW * U) {
+    if (c0 != warp) load_weights(c0);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int c = c0 + u * KW;
+      if (c >= nchunks) break;  // uniform over the warp: every lane of it runs every mma below
+      const int kk = c * kChunk;
+      const bool in_k = kk + 8 * t + 8 <= k;
+#pragma unroll
+      for (int q = 0; q < NT; ++q) {
+        float4 x0 = make_float4(0.f, 0.f, 0.f, 0.f), x1 = x0;
+        if (in_k && lx[q]) {
+          x0 = __ldg(reinterpret_cast<const float4*>(xr[q] + kk));
+          x1 = __ldg(reinterpret_cast<const float4*>(xr[q] + kk + 4));
+        }
+        uint32_t h[4], l[4];
+        split4(x0, h[0], h[1], l[0], l[1]);
+        split4(x1, h[2], h[3], l[2], l[3]);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          const uint4 A = ra[u][m], B = rb[u][m];
+          mma_bf16(acc[m][q], A.x, B.x, A.y, B.y, h[0], h[1]);  // step 0: physical 8t + 0..3
+          mma_bf16(acc[m][q], A.x, B.x, A.y, B.y, l[0], l[1]);
+          mma_bf16(acc[m][q], A.z, B.z, A.w, B.w, h[2], h[3]);  // step 1: physical 8t + 4..7
+          mma_bf16(acc[m][q], A.z, B.z, A.w, B.w, l[2], l[3]);
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int q = 0; q < NT; ++q)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[warp][(m * NT + q) * 4 + e][lane] = acc[m][q][e];
+  __syncthreads();
+  // Value v = ((m * NT + q) * 4 + e) * 32 + lane is output j0 + 16 m + g + 8 (e >> 1), row r0 + 8 q + 2 t + (e & 1).
+  constexpr int kOut = (Swiglu ? 1 : MT) * NT * 4 * 32;
+  for (int v = threadIdx.x; v < kOut; v += KW * 32) {
+    const int ln = v & 31, e = (v >> 5) & 3, mq = v >> 7;
+    const int m = mq / NT, q = mq % NT;
+    const int j = j0 + 16 * m + (ln >> 2) + 8 * (e >> 1);
+    const int r = r0 + 8 * q + 2 * (ln & 3) + (e & 1);
+    float s = red[0][mq * 4 + e][ln];
+#pragma unroll
+    for (int wi = 1; wi < KW; ++wi) s = __fadd_rn(s, red[wi][mq * 4 + e][ln]);
+    if (Swiglu) {
+      float up = red[0][(NT + q) * 4 + e][ln];
+#pragma unroll
+      for (int wi = 1; wi < KW; ++wi) up = __fadd_rn(up, red[wi][(NT + q) * 4 + e][ln]);
+      if (j < n && r < rows) y[size_t(r) * n + j] = __fmul_rn(__fdiv_rn(s, __fadd_rn(1.0f, expf(-s))), up);
+    } else {
+      if (j < n && r < rows) y[size_t(r) * n + j] = s;
+    }
+  }
+}
+
+template <int KW, int MT, int NT, int U, bool Swiglu>
+void launch_mma(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  const int outs_per_block = Swiglu ? 16 : 16 * MT;
+  const dim3 grid((rows + 8 * NT - 1) / (8 * NT), (n + outs_per_block - 1) / outs_per_block);
+  launch_kernel(mma_matvec_kernel<KW, MT, NT, U, Swiglu>, grid, KW * 32, 0, stream,
+                static_cast<const __nv_bfloat16*>(w), n, k, x, rows, y);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+// Column tiles only decide how many rows share one pass over the weights; a row's arithmetic is the same in
+// all of them. Larger windows run blocks of 8 NT rows side by side (grid x, the fastest-varying index), so the
+// weights come from L2 for all but the first of them. Only windows of more than 16 rows (batch-invariant mode,
+// or a caller's gemm_min_rows above 17) use the wider tiles.
+template <int KW, bool Swiglu>
+void launch_bf16_kw(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  constexpr int MT = Swiglu ? 2 : 1;
+  if (rows <= 8) return launch_mma<KW, MT, 1, 8 / MT, Swiglu>(w, n, k, x, rows, y, stream);
+  if constexpr (KW > 8 || Swiglu) {  // more column tiles would spill registers (or take one block per SM)
+    return launch_mma<KW, MT, 2, 8 / MT, Swiglu>(w, n, k, x, rows, y, stream);
+  } else {
+    if (rows <= 16) return launch_mma<KW, MT, 2, 8, Swiglu>(w, n, k, x, rows, y, stream);
+    if (rows <= 32) return launch_mma<KW, MT, 4, 4, Swiglu>(w, n, k, x, rows, y, stream);
+    return launch_mma<KW, MT, 8, 2, Swiglu>(w, n, k, x, rows, y, stream);
+  }
+}
+
+// How many warps split k is part of the order, so it is a function of the matrix alone: 16 for matrices of
+// fewer than 4096 rows (the fused SwiGLU form counts its stacked gate and up rows), whose 16-row tiles would
+// otherwise leave most of the GPU's load slots empty, else 8.
+template <bool Swiglu>
+void launch_bf16(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  const int stacked_rows = Swiglu ? 2 * n : n;
+  if (stacked_rows < 4096) return launch_bf16_kw<16, Swiglu>(w, n, k, x, rows, y, stream);
+  return launch_bf16_kw<8, Swiglu>(w, n, k, x, rows, y, stream);
+}
+
+// ---- fp32 weights: CUDA cores -------------------------------------------------------------------------------
+// A warp per output element, 16-byte weight loads, lane l accumulating vectors l, l + 32, ... in order with fp32
+// FMAs, then the warp butterfly: an order fixed by k alone. Up to 8 rows share a weight load.
+constexpr int kF32MaxTile = 8;
+
+template <int RT, bool Swiglu>
+__global__ void __launch_bounds__(kWarps * 32) f32_matvec_kernel(const float* __restrict__ w, int n, int k,
+                                                                 const float* __restrict__ x, int rows,
+                                                                 float* __restrict__ y) {
   pdl_wait();
   pdl_launch_dependents();
-  constexpr int V = Vec<W>::n;
-  constexpr int NR = NJ * (Swiglu ? 2 : 1);
-  constexpr int U = kInFlight / NR > 0 ? kInFlight / NR : 1;
   const int lane = threadIdx.x & 31;
-  const int j0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * NJ;
-  if (j0 >= n) return;
+  const int j = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (j >= n) return;
   const int r0 = blockIdx.y * RT;
   const int nr = min(RT, rows - r0);
-  const int nvec = k / V;
-  const uint4* wrow[NR];
-  bool live[NR];
-#pragma unroll
-  for (int i = 0; i < NR; ++i) {
-    const int jj = j0 + i % NJ;
-    live[i] = jj < n;
-    wrow[i] = reinterpret_cast<const uint4*>(w + (size_t(live[i] ? jj : j0) + (i >= NJ ? size_t(n) : 0)) * k);
-  }
+  const int nvec = k / 4;
+  constexpr int NR = Swiglu ? 2 : 1;
+  const float4* wrow[NR];
+  wrow[0] = reinterpret_cast<const float4*>(w + size_t(j) * k);
+  if (Swiglu) wrow[NR - 1] = reinterpret_cast<const float4*>(w + (size_t(n) + j) * k);
   float acc[NR][RT];
 #pragma unroll
   for (int i = 0; i < NR; ++i)
 #pragma unroll
     for (int r = 0; r < RT; ++r) acc[i][r] = 0.0f;
-  for (int v0 = lane; v0 < nvec; v0 += 32 * U) {
-    uint4 raw[NR][U];
+  for (int v = lane; v < nvec; v += 32) {
+    float4 wv[NR];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int i = 0; i < NR; ++i)
-        if (v0 + 32 * u < nvec && live[i]) raw[i][u] = load_stream<Load>(wrow[i] + v0 + 32 * u);
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int v = v0 + 32 * u;
-      if (v >= nvec) break;
-      float wf[NR][V];
-#pragma unroll
-      for (int i = 0; i < NR; ++i) Vec<W>::unpack(live[i] ? raw[i][u] : make_uint4(0, 0, 0, 0), wf[i]);
-#pragma unroll
-      for (int r = 0; r < RT; ++r) {
-        if (r < nr) {
-          const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
-#pragma unroll
-          for (int q = 0; q < V / 4; ++q) {
-            const float4 xv = __ldg(xr + q);
-#pragma unroll
-            for (int i = 0; i < NR; ++i) {
-              float a = acc[i][r];
-              a = __fmaf_rn(wf[i][4 * q + 0], xv.x, a);
-              a = __fmaf_rn(wf[i][4 * q + 1], xv.y, a);
-              a = __fmaf_rn(wf[i][4 * q + 2], xv.z, a);
-              a = __fmaf_rn(wf[i][4 * q + 3], xv.w, a);
-              acc[i][r] = a;
-            }
-          }
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < NJ; ++i) {
-    const int jj = j0 + i;
+    for (int i = 0; i < NR; ++i) wv[i] = __ldg(wrow[i] + v);
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
-      const float g = warp_sum(acc[i][r]);
-      if (!Swiglu) {
-        if (lane == 0 && r < nr && jj < n) y[size_t(r0 + r) * n + jj] = g;
-      } else {
-        const float up = warp_sum(acc[NJ + i][r]);
-        if (lane == 0 && r < nr && jj < n)
-          y[size_t(r0 + r) * n + jj] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up);
-      }
-    }
-  }
-}
-
-// Variant 3: the block's weight rows stream into shared memory through the bulk-copy engine (cp.async.bulk
-// with an mbarrier per stage, kBulkStages stages of kBulkVec 16-byte vectors per row), so the loads hold no L1
-// miss slots; the warps then read their row from shared memory. Lane l still takes vectors l, l + 32, ... of
-// the row in order (a stage holds a multiple of 32 vectors), so every output has the bits of variant 0.
-constexpr int kBulkVec = 64;
-constexpr int kBulkStages = 3;
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-
-template <class W, int RT, bool Swiglu>
-__global__ void __launch_bounds__(kWarps * 32) matvec_bulk_kernel(const W* __restrict__ w, int n, int k,
-                                                                  const float* __restrict__ x, int rows,
-                                                                  float* __restrict__ y) {
-  pdl_wait();
-  pdl_launch_dependents();
-  constexpr int V = Vec<W>::n;
-  constexpr int WR = kWarps * (Swiglu ? 2 : 1);  // weight rows per block: outputs (and their up rows)
-  extern __shared__ __align__(128) uint4 stage_mem[];  // [kBulkStages][WR][kBulkVec]
-  __shared__ __align__(8) uint64_t full[kBulkStages];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int j = blockIdx.x * kWarps + warp;
-  const int r0 = blockIdx.y * RT;
-  const int nr = min(RT, rows - r0);
-  const int nvec = k / V;
-  const int nchunks = (nvec + kBulkVec - 1) / kBulkVec;
-  const int valid = min(kWarps, n - int(blockIdx.x) * kWarps);  // output rows of this block below n
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kBulkStages; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&full[s])) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-  auto issue = [&](int c) {  // thread 0 only
-    const int s = c % kBulkStages;
-    const int v0 = c * kBulkVec, nv = min(kBulkVec, nvec - v0);
-    const uint32_t bytes = uint32_t(nv) * 16u;
-    const uint32_t bar = smem_addr(&full[s]);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes * uint32_t(valid) * (Swiglu ? 2u : 1u))
-                 : "memory");
-    for (int wr = 0; wr < WR; ++wr) {
-      const int local = wr % kWarps;
-      if (local >= valid) continue;
-      const size_t row = size_t(blockIdx.x) * kWarps + local + (wr >= kWarps ? size_t(n) : 0);
-      const uint4* src = reinterpret_cast<const uint4*>(w + row * k) + v0;
-      uint4* dst = stage_mem + (size_t(s) * WR + wr) * kBulkVec;
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
-          "l"(src), "r"(bytes), "r"(bar)
-          : "memory");
-    }
-  };
-  if (threadIdx.x == 0)
-    for (int c = 0; c < min(kBulkStages, nchunks); ++c) issue(c);
-  float acc[RT], up[RT];
+      if (r < nr) {
+        const float4 xv = __ldg(reinterpret_cast<const float4*>(x + size_t(r0 + r) * k) + v);
 #pragma unroll
-  for (int r = 0; r < RT; ++r) acc[r] = up[r] = 0.0f;
-  for (int c = 0; c < nchunks; ++c) {
-    const int s = c % kBulkStages;
-    const uint32_t bar = smem_addr(&full[s]), parity = uint32_t(c / kBulkStages) & 1u;
-    uint32_t done = 0;
-    while (!done)
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-          : "=r"(done)
-          : "r"(bar), "r"(parity)
-          : "memory");
-    if (warp < valid) {
-      const int v0 = c * kBulkVec, nv = min(kBulkVec, nvec - v0);
-      for (int half = 0; half < (Swiglu ? 2 : 1); ++half) {
-        const uint4* srow = stage_mem + (size_t(s) * WR + warp + half * kWarps) * kBulkVec;
-        float* a = half ? up : acc;
-        for (int u = lane; u < nv; u += 32) {
-          float wf[V];
-          Vec<W>::unpack(srow[u], wf);
-          const int v = v0 + u;
-#pragma unroll
-          for (int r = 0; r < RT; ++r) {
-            if (r < nr) {
-              const float4* xr = reinterpret_cast<const float4*>(x + size_t(r0 + r) * k + size_t(v) * V);
-              float t = a[r];
-#pragma unroll
-              for (int q = 0; q < V / 4; ++q) {
-                const float4 xv = __ldg(xr + q);
-                t = __fmaf_rn(wf[4 * q + 0], xv.x, t);
-                t = __fmaf_rn(wf[4 * q + 1], xv.y, t);
-                t = __fmaf_rn(wf[4 * q + 2], xv.z, t);
-                t = __fmaf_rn(wf[4 * q + 3], xv.w, t);
-              }
-              a[r] = t;
-            }
-          }
+        for (int i = 0; i < NR; ++i) {
+          float a = acc[i][r];
+          a = __fmaf_rn(wv[i].x, xv.x, a);
+          a = __fmaf_rn(wv[i].y, xv.y, a);
+          a = __fmaf_rn(wv[i].z, xv.z, a);
+          a = __fmaf_rn(wv[i].w, xv.w, a);
+          acc[i][r] = a;
         }
       }
     }
-    __syncthreads();  // every warp is done with stage s before it is refilled
-    if (threadIdx.x == 0 && c + kBulkStages < nchunks) issue(c + kBulkStages);
   }
-  if (warp >= valid) return;
 #pragma unroll
   for (int r = 0; r < RT; ++r) {
-    const float g = warp_sum(acc[r]);
+    const float gsum = warp_sum(acc[0][r]);
     if (!Swiglu) {
-      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = g;
+      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = gsum;
     } else {
-      const float u = warp_sum(up[r]);
-      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
+      const float up = warp_sum(acc[NR - 1][r]);
+      if (lane == 0 && r < nr) y[size_t(r0 + r) * n + j] = __fmul_rn(__fdiv_rn(gsum, __fadd_rn(1.0f, expf(-gsum))), up);
     }
   }
 }
 
-template <class W, int RT, bool Swiglu>
-void launch_tile(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+template <int RT, bool Swiglu>
+void launch_f32_tile(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   const dim3 grid((n + kWarps - 1) / kWarps, (rows + RT - 1) / RT);
-  const W* wt = static_cast<const W*>(w);
-  const int variant = matvec_variant();
-  // The fused SwiGLU form would need two rows' stages (over the 48 KB default of shared memory): it keeps the
-  // register loads, which already run near the copy bandwidth on its large matrix.
-  if (variant == 3 && Vec<W>::n == 8 && !Swiglu) {
-    const size_t smem = size_t(kBulkStages) * kWarps * (Swiglu ? 2 : 1) * kBulkVec * 16;
-    launch_kernel(matvec_bulk_kernel<W, RT, Swiglu>, grid, kWarps * 32, smem, stream, wt, n, k, x, rows, y);
-    STRATA_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  // Outputs per warp: one for single rows (the most warps, the most loads in flight), more for multi-row tiles,
-  // whose cost is the x traffic through L1 that NJ outputs share.
-  constexpr int NJ = RT == 1 ? 1 : (Swiglu || RT == 2) ? 2 : 4;
-  const dim3 g((n + kWarps * NJ - 1) / (kWarps * NJ), grid.y);
-  switch (variant) {
-    case 1: launch_kernel(matvec_kernel<W, RT, NJ, Swiglu, 1>, g, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
-    case 2: launch_kernel(matvec_kernel<W, RT, NJ, Swiglu, 2>, g, kWarps * 32, 0, stream, wt, n, k, x, rows, y); break;
-    default: launch_kernel(matvec_kernel<W, RT, NJ, Swiglu, 0>, g, kWarps * 32, 0, stream, wt, n, k, x, rows, y);
-  }
+  launch_kernel(f32_matvec_kernel<RT, Swiglu>, grid, kWarps * 32, 0, stream, static_cast<const float*>(w), n, k, x,
+                rows, y);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
-template <class W, bool Swiglu>
-void launch_typed(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
-  // The tile only decides how many rows share a weight load; each row's arithmetic is the same in all of them.
-  if (rows <= 1) return launch_tile<W, 1, Swiglu>(w, n, k, x, rows, y, stream);
-  if (rows <= 2) return launch_tile<W, 2, Swiglu>(w, n, k, x, rows, y, stream);
-  if (rows <= 4) return launch_tile<W, 4, Swiglu>(w, n, k, x, rows, y, stream);
-  if (rows <= 8) return launch_tile<W, 8, Swiglu>(w, n, k, x, rows, y, stream);
-  return launch_tile<W, kMaxTile, Swiglu>(w, n, k, x, rows, y, stream);
+template <bool Swiglu>
+void launch_f32(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+  if (rows <= 1) return launch_f32_tile<1, Swiglu>(w, n, k, x, rows, y, stream);
+  if (rows <= 2) return launch_f32_tile<2, Swiglu>(w, n, k, x, rows, y, stream);
+  if (rows <= 4) return launch_f32_tile<4, Swiglu>(w, n, k, x, rows, y, stream);
+  return launch_f32_tile<kF32MaxTile, Swiglu>(w, n, k, x, rows, y, stream);
 }
 
 template <bool Swiglu>
@@ -308,22 +304,12 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
     throw Error("cuda matvec: inner dimension " + std::to_string(k) + " is not a multiple of " +
                 std::to_string(vec) + " (16-byte weight loads)");
   if (t == WType::BF16)
-    launch_typed<__nv_bfloat16, Swiglu>(w, n, k, x, rows, y, stream);
+    launch_bf16<Swiglu>(w, n, k, x, rows, y, stream);
   else
-    launch_typed<float, Swiglu>(w, n, k, x, rows, y, stream);
+    launch_f32<Swiglu>(w, n, k, x, rows, y, stream);
 }
 
 }  // namespace
-
-int matvec_variant() {
-  if (g_variant < 0) {
-    const char* v = std::getenv("STRATA_MATVEC_LOAD");
-    g_variant = v && v[0] >= '1' && v[0] <= '3' && !v[1] ? v[0] - '0' : 0;
-  }
-  return g_variant;
-}
-
-void set_matvec_variant(int v) { g_variant = v >= 0 && v <= 3 ? v : 0; }
 
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   launch_checked<false>(w, t, n, k, x, rows, y, stream);

@@ -59,27 +59,29 @@ TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T singl
   }
 }
 
-TEST_CASE("a row's logits are bit-identical alone and beside other slots' rows") {
+TEST_CASE("a row's logits are bit-identical alone and beside 7 or 63 other slots' rows") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/qwen3");
-  const int V = model->config.vocab_size, n = 10, S = 8;
-  CudaBackend be(*model, small_options(S + 1, 64));
-  const SlotId alone = be.open_slot();
-  const auto p = prompt_tokens(n, V, 1);
-  const auto want = single_rows(be, alone, p, n);
-  std::vector<SlotId> slots;
-  for (int i = 0; i < S; ++i) slots.push_back(be.open_slot());
-  for (int i = 0; i < n; ++i) {
-    // Slot slots[3] carries the reference sequence; the others carry sequences of their own.
-    Window w;
-    for (int k = 0; k < S; ++k) {
-      const TokenId t = k == 3 ? p[size_t(i)] : prompt_tokens(n, V, 10 + k)[size_t(i)];
-      w.rows.push_back(row(slots[size_t(k)], t, i, true, true));
+  const int V = model->config.vocab_size, n = 10;
+  for (int S : {8, 64}) {  // windows of 8 and 64 rows: the skinny kernel's 1- and 8-column-tile forms
+    CudaBackend be(*model, small_options(S + 1, 64));
+    const SlotId alone = be.open_slot();
+    const auto p = prompt_tokens(n, V, 1);
+    const auto want = single_rows(be, alone, p, n);
+    std::vector<SlotId> slots;
+    for (int i = 0; i < S; ++i) slots.push_back(be.open_slot());
+    for (int i = 0; i < n; ++i) {
+      // Slot slots[3] carries the reference sequence; the others carry sequences of their own.
+      Window w;
+      for (int k = 0; k < S; ++k) {
+        const TokenId t = k == 3 ? p[size_t(i)] : prompt_tokens(n, V, 10 + k)[size_t(i)];
+        w.rows.push_back(row(slots[size_t(k)], t, i, true, true));
+      }
+      const auto got = be.run_window(w);
+      INFO(S << " rows, position " << i);
+      CHECK(same_bits(got[3].logits, want[size_t(i)].logits));
+      CHECK(got[3].pick == want[size_t(i)].pick);
     }
-    const auto got = be.run_window(w);
-    INFO("position " << i);
-    CHECK(same_bits(got[3].logits, want[size_t(i)].logits));
-    CHECK(got[3].pick == want[size_t(i)].pick);
   }
 }
 

@@ -1,5 +1,6 @@
-// The skinny matmul kernels on the GPU against each other: the fused gate/up + SwiGLU kernel must give the bits
-// of the skinny matmul followed by the SwiGLU kernel, for every tile size, bf16 and fp32 weights.
+// The skinny matmul kernels on the GPU: a row gets the same bits whatever the window and is close to the exact
+// product, and the fused gate/up + SwiGLU kernel gives the bits of the skinny matmul followed by the SwiGLU
+// kernel, for every tile size, bf16 and fp32 weights.
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
@@ -45,7 +46,7 @@ TEST_CASE("the fused gate/up + SwiGLU skinny kernel gives the bits of matvec the
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (WType t : {WType::BF16, WType::F32}) {
-    for (int rows : {1, 2, 3, 5, 8, 13, 16, 40}) {
+    for (int rows : {1, 2, 3, 5, 8, 13, 16, 33, 40, 64, 100}) {
       const int ff = 200, k = 264;  // k: a multiple of 8 that is not a multiple of 32 * 8 (a partial last batch)
       std::vector<float> x(size_t(rows) * k), wf(size_t(2) * ff * k);
       for (float& v : x) v = nd(rng);
@@ -76,6 +77,65 @@ TEST_CASE("the fused gate/up + SwiGLU skinny kernel gives the bits of matvec the
           CHECK(b[size_t(r) * ff + i] == Approx(gate / (1.0f + std::exp(-gate)) * up).epsilon(1e-5).margin(1e-6));
         }
     }
+  }
+  cudaStreamDestroy(st);
+}
+
+TEST_CASE("the skinny matmul gives a row the same bits in windows of 1 to 200 rows, close to an exact product") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  cudaStream_t st = nullptr;
+  REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (WType t : {WType::BF16, WType::F32}) {
+    // n: not a multiple of the 16-output tiles; k: a multiple of 8 but not of the 32-element chunks, and long
+    // enough that every warp of a block takes several chunks.
+    const int n = 203, k = 2056, max_rows = 200;
+    std::vector<float> x(size_t(max_rows) * k), wf(size_t(n) * k);
+    for (float& v : x) v = nd(rng);
+    for (float& v : wf) v = nd(rng) * 0.05f;
+    DeviceBuffer w;
+    if (t == WType::BF16) {
+      std::vector<uint16_t> wb(wf.size());
+      for (size_t i = 0; i < wf.size(); ++i) {
+        wb[i] = to_bf16_bits(wf[i]);
+        const uint32_t u = uint32_t(wb[i]) << 16;
+        std::memcpy(&wf[i], &u, 4);  // the host reference uses the rounded weights
+      }
+      w = upload(wb);
+    } else {
+      w = upload(wf);
+    }
+    DeviceBuffer dx = upload(x);
+    DeviceBuffer dy(size_t(max_rows) * n * 4, "y");
+    // Row r alone (a one-row launch on its own x row) is the reference for the bits.
+    std::vector<float> alone(size_t(max_rows) * n);
+    for (int r = 0; r < max_rows; ++r) {
+      launch_matvec(w.get(), t, n, k, dx.get<float>() + size_t(r) * k, 1, dy.get<float>() + size_t(r) * n, st);
+    }
+    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+    alone = download(dy, alone.size());
+    for (int rows : {2, 3, 8, 9, 16, 17, 31, 32, 33, 64, 65, 200}) {
+      REQUIRE(cudaMemset(dy.get(), 0xff, size_t(max_rows) * n * 4) == cudaSuccess);
+      launch_matvec(w.get(), t, n, k, dx.get<float>(), rows, dy.get<float>(), st);
+      REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+      const std::vector<float> got = download(dy, size_t(max_rows) * n);
+      INFO(rows << " rows" << (t == WType::BF16 ? " bf16" : " f32"));
+      REQUIRE(std::memcmp(got.data(), alone.data(), size_t(rows) * n * 4) == 0);
+      // Nothing past the window's rows is written.
+      for (size_t i = size_t(rows) * n; i < got.size(); i += 97) REQUIRE(std::isnan(got[i]));
+    }
+    // Close to the exact product: the bf16 split of the activations keeps 16 significant bits.
+    for (int r = 0; r < max_rows; r += 13)
+      for (int j = 0; j < n; j += 7) {
+        double exact = 0, mag = 0;
+        for (int i = 0; i < k; ++i) {
+          exact += double(wf[size_t(j) * k + i]) * x[size_t(r) * k + i];
+          mag += std::fabs(double(wf[size_t(j) * k + i]) * x[size_t(r) * k + i]);
+        }
+        INFO("row " << r << " output " << j << (t == WType::BF16 ? " bf16" : " f32"));
+        CHECK(std::fabs(alone[size_t(r) * n + j] - exact) <= 2e-5 * mag);
+      }
   }
   cudaStreamDestroy(st);
 }
