@@ -1,6 +1,7 @@
 #include "cuda/bench.hpp"
 
 #include <cublas_v2.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -69,7 +70,7 @@ double gemm_rate(int n) {
   return 2.0 * double(n) * n * n * reps / s;
 }
 
-// The skinny matmul alone on the model's matrix shapes, for each weight-load variant: bandwidth of the weight
+// The skinny matmul alone on the model's matrix shapes and window sizes of 1 to 64 rows: bandwidth of the weight
 // bytes it streams (the activations stay in L1/L2), against the copy bandwidth. Random-ish bf16 weights.
 void matvec_bench(const ModelConfig& c, double copy_bw) {
   struct Shape {
@@ -86,6 +87,7 @@ void matvec_bench(const ModelConfig& c, double copy_bw) {
   // Each launch reads another copy of the matrix, cycling over at least 256 MB, so the weights come from HBM
   // and not from the 60 MB L2 as a repeated launch on one copy would.
   const size_t kSpan = size_t(256) << 20;
+  const size_t kMaxRows = 64;
   auto copies_of = [&](size_t bytes) { return std::max<size_t>(1, (kSpan + bytes - 1) / bytes); };
   size_t max_w = 0, max_k = 0, max_n = 0;
   for (const Shape& sh : shapes) {
@@ -94,42 +96,38 @@ void matvec_bench(const ModelConfig& c, double copy_bw) {
     max_k = std::max(max_k, size_t(sh.k));
     max_n = std::max(max_n, size_t(sh.n));
   }
-  cuda::DeviceBuffer w(max_w, "matvec bench weights"), x(16 * max_k * 4, "matvec bench x"),
-      y(16 * max_n * 4, "matvec bench y");
+  cuda::DeviceBuffer w(max_w, "matvec bench weights"), x(kMaxRows * max_k * 4, "matvec bench x"),
+      y(kMaxRows * max_n * 4, "matvec bench y");
   STRATA_CUDA_CHECK(cudaMemset(w.get(), 0x3c, max_w));
-  STRATA_CUDA_CHECK(cudaMemset(x.get(), 0x3c, 16 * max_k * 4));
+  STRATA_CUDA_CHECK(cudaMemset(x.get(), 0x3c, kMaxRows * max_k * 4));
   cudaStream_t st;
   STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
   STRATA_CUDA_CHECK(cudaEventCreate(&e0));
   STRATA_CUDA_CHECK(cudaEventCreate(&e1));
-  const int keep = cuda::matvec_variant();
   for (const Shape& sh : shapes)
-    for (int rows : {1, 4, 16})
-      for (int variant = 0; variant <= 3; ++variant) {
-        cuda::set_matvec_variant(variant);
-        const size_t bytes = size_t(sh.swiglu ? 2 : 1) * sh.n * sh.k * 2, copies = copies_of(bytes);
-        size_t next = 0;
-        auto once = [&] {
-          const char* wc = w.get<char>() + (next++ % copies) * bytes;
-          if (sh.swiglu)
-            cuda::launch_matvec_swiglu(wc, cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
-          else
-            cuda::launch_matvec(wc, cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
-        };
-        for (int i = 0; i < 3; ++i) once();
-        const int reps = 30;
-        STRATA_CUDA_CHECK(cudaEventRecord(e0, st));
-        for (int i = 0; i < reps; ++i) once();
-        STRATA_CUDA_CHECK(cudaEventRecord(e1, st));
-        STRATA_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        const double us = 1e3 * double(ms) / reps;
-        std::printf("matvec %-15s n=%-6d k=%-6d rows=%-2d load=%d us=%8.2f weight_tb_s=%.3f copy_fraction=%.3f\n",
-                    sh.name, sh.n, sh.k, rows, variant, us, double(bytes) / us / 1e6, double(bytes) / us * 1e6 / copy_bw);
-      }
-  cuda::set_matvec_variant(keep);
+    for (int rows : {1, 2, 4, 8, 16, 32, 64}) {
+      const size_t bytes = size_t(sh.swiglu ? 2 : 1) * sh.n * sh.k * 2, copies = copies_of(bytes);
+      size_t next = 0;
+      auto once = [&] {
+        const char* wc = w.get<char>() + (next++ % copies) * bytes;
+        if (sh.swiglu)
+          cuda::launch_matvec_swiglu(wc, cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
+        else
+          cuda::launch_matvec(wc, cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
+      };
+      for (int i = 0; i < 3; ++i) once();
+      const int reps = 30;
+      STRATA_CUDA_CHECK(cudaEventRecord(e0, st));
+      for (int i = 0; i < reps; ++i) once();
+      STRATA_CUDA_CHECK(cudaEventRecord(e1, st));
+      STRATA_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      const double us = 1e3 * double(ms) / reps;
+      std::printf("matvec %-15s n=%-6d k=%-6d rows=%-2d us=%8.2f weight_tb_s=%.3f copy_fraction=%.3f\n",
+                  sh.name, sh.n, sh.k, rows, us, double(bytes) / us / 1e6, double(bytes) / us * 1e6 / copy_bw);
+    }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaStreamDestroy(st);
@@ -160,7 +158,9 @@ bool parse_int(const char* s, int min, int* out) {
 
 int usage(const char* name) {
   std::fprintf(stderr,
-               "usage: %s --model DIR [--prompt P] [--tokens N] [--prefill L1,L2,...] [--device D] [--matvec]\n", name);
+               "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
+               "[--matvec] [--gemm-min-rows N] [--profile]\n",
+               name);
   return 2;
 }
 
@@ -170,8 +170,20 @@ int run_bench_command(int argc, char** argv) {
   const char* name = argc > 0 ? argv[0] : "bench";
   std::string model_dir;
   int prompt = 256, tokens = 256, device = 0;
-  bool matvec = false;
-  std::vector<int> prefill = {512, 4096};
+  bool matvec = false, profile = false;
+  int gemm_min_rows = 0;
+  std::vector<int> prefill = {512, 4096}, batches = {1};
+  auto parse_list = [](const char* arg, std::vector<int>* out) {
+    out->clear();
+    std::stringstream ss(arg);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      int v;
+      if (!parse_int(item.c_str(), 1, &v)) return false;
+      out->push_back(v);
+    }
+    return !out->empty();
+  };
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--model") && has_value) {
@@ -182,17 +194,16 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_int(argv[++i], 1, &tokens)) return usage(name);
     } else if (!std::strcmp(argv[i], "--matvec")) {
       matvec = true;
+    } else if (!std::strcmp(argv[i], "--profile")) {
+      profile = true;  // only the last two decode windows of each batch size run inside cudaProfilerStart/Stop
+    } else if (!std::strcmp(argv[i], "--gemm-min-rows") && has_value) {
+      if (!parse_int(argv[++i], 2, &gemm_min_rows)) return usage(name);
     } else if (!std::strcmp(argv[i], "--device") && has_value) {
       if (!parse_int(argv[++i], 0, &device)) return usage(name);
     } else if (!std::strcmp(argv[i], "--prefill") && has_value) {
-      prefill.clear();
-      std::stringstream ss(argv[++i]);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        int v;
-        if (!parse_int(item.c_str(), 1, &v)) return usage(name);
-        prefill.push_back(v);
-      }
+      if (!parse_list(argv[++i], &prefill)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--batch") && has_value) {
+      if (!parse_list(argv[++i], &batches)) return usage(name);
     } else {
       return usage(name);
     }
@@ -208,12 +219,18 @@ int run_bench_command(int argc, char** argv) {
     const ModelConfig& c = model->config;
     if (matvec) matvec_bench(c, bw);
     const int longest = std::max(prompt, prefill.empty() ? 1 : *std::max_element(prefill.begin(), prefill.end()));
+    const int max_batch = *std::max_element(batches.begin(), batches.end());
     CudaBackendOptions o;
-    o.max_slots = 1;
+    o.max_slots = max_batch;
     o.max_context = std::max(prompt + tokens + 1, longest);
-    o.max_window_rows = longest;
+    o.max_window_rows = std::max(longest, max_batch);
+    o.max_output_rows = std::max(o.max_output_rows, max_batch);
+    // KV for what runs at once: every batch slot's prompt + tokens, or the longest prefill alone.
+    const int per_slot = (prompt + tokens + 1 + o.kv_block_size - 1) / o.kv_block_size;
+    o.kv_blocks = std::max(max_batch * per_slot, (o.max_context + o.kv_block_size - 1) / o.kv_block_size) + 8;
     o.device = device;
     o.round_weights_to_bf16 = true;
+    o.gemm_min_rows = gemm_min_rows > 0 ? gemm_min_rows : kServerGemmMinRows;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
     const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;
@@ -238,12 +255,66 @@ int run_bench_command(int argc, char** argv) {
       last = be.run_window(Window{{r}})[0].pick;
     };
     decode_step(prompt);  // captures the single-row graph
+    // With --profile, the last two windows run between cudaProfilerStart/Stop (ncu --profile-from-start off).
+    auto profiled = [&](int i) {
+      if (!profile) return;
+      if (i == tokens - 2) STRATA_CUDA_CHECK(cudaProfilerStart());
+      if (i == tokens) STRATA_CUDA_CHECK(cudaProfilerStop());
+    };
     const auto t = clock_type::now();
-    for (int i = 1; i < tokens; ++i) decode_step(prompt + i);
+    for (int i = 1; i < tokens; ++i) {
+      profiled(i);
+      decode_step(prompt + i);
+    }
+    profiled(tokens);
     const double s = seconds_since(t);
     const double tok_s = double(tokens - 1) / s;
     std::printf("decode_batch1 prompt=%d tokens=%d tok_s=%.1f ms_per_token=%.3f roofline_fraction=%.3f\n", prompt,
                 tokens, tok_s, 1e3 * s / (tokens - 1), bytes_per_token * tok_s / bw);
+
+    // Decode at batch B: B slots each prefilled with the prompt, then windows of one row per slot, what
+    // llama-batched-bench's decode figure measures (engine only, no HTTP). The weights are read once per window,
+    // so the roofline fraction is per window: weight bytes x windows/s / copy bandwidth (KV reads not counted).
+    for (int B : batches) {
+      if (B == 1) continue;
+      std::vector<SlotId> slots;
+      std::vector<TokenId> lasts;
+      for (int b = 0; b < B; ++b) {
+        const SlotId sb = b == 0 ? slot : be.open_slot();
+        if (b == 0) be.reset_slot(sb);
+        be.set_sampling(sb, greedy);
+        slots.push_back(sb);
+        Window pw = prompt_window(sb, prompt, c.vocab_size);
+        for (Row& r : pw.rows) r.token = bench_token(r.pos + 7 * b, c.vocab_size);
+        lasts.push_back(be.run_window(pw).back().pick);
+      }
+      auto batch_step = [&](int pos) {
+        Window w;
+        for (int b = 0; b < B; ++b) {
+          Row r;
+          r.slot = slots[size_t(b)];
+          r.token = lasts[size_t(b)];
+          r.pos = pos;
+          r.want_pick = true;
+          w.rows.push_back(r);
+        }
+        const auto res = be.run_window(w);
+        for (int b = 0; b < B; ++b) lasts[size_t(b)] = res[size_t(b)].pick;
+      };
+      batch_step(prompt);  // captures this batch's graph
+      const auto tb = clock_type::now();
+      for (int i = 1; i < tokens; ++i) {
+        profiled(i);
+        batch_step(prompt + i);
+      }
+      profiled(tokens);
+      const double sb = seconds_since(tb);
+      const double win_s = double(tokens - 1) / sb;
+      std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f ms_per_window=%.3f roofline_fraction=%.3f\n", B,
+                  prompt, tokens, win_s * B, 1e3 * sb / (tokens - 1), bytes_per_token * win_s / bw);
+      for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
+      slots.resize(1);
+    }
 
     for (int len : prefill) {
       be.reset_slot(slot);

@@ -23,6 +23,11 @@
 
 namespace strata {
 
+// The server's gemm_min_rows (and the kernel benchmark's default): windows of 17+ rows go to cuBLAS, which
+// reads the weights at ~0.9 of the copy bandwidth from 32 rows on, while the skinny kernel's cost grows with the
+// row count past 16 (docs/PERFORMANCE.md).
+constexpr int kServerGemmMinRows = 17;
+
 struct CudaBackendOptions {
   int max_slots = 4;            // sequences open at once; each may use up to max_context positions
   int max_context = 4096;       // positions per slot

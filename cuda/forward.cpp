@@ -33,6 +33,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       launch_matvec(m.ptr, m.type, m.rows, m.cols, x, T, y, stream);
   };
 
+  // Tensor-core attention pays off for query tiles of many rows (prompt chunks); a window of mostly one-row tiles
+  // (a decode batch) reads less through the fp32 kernel, which keeps a GQA group's heads on one K/V load.
+  const bool flash = use_gemm && flash_attention_supports(HD) && T >= 4 * shape.tiles_cap;
+
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
   launch_add_rmsnorm(ws.x, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn, in16, stream);
 
@@ -79,7 +83,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     qp.kv = kv;
     launch_qkv_rope(ws.qkv, T, qp, stream);
     ap.kv = kv;
-    if (use_gemm && flash_attention_supports(HD))  // prompt windows (tolerance path): tensor cores
+    if (flash)  // prompt windows (tolerance path): tensor cores
       launch_flash_attention(ap, stream);
     else
       launch_attention(ap, stream);
@@ -97,10 +101,17 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
                          stream);
   }
   if (R == 0) return;
-  // Only rows that need an answer pay for the vocabulary projection; it always takes the skinny kernel (R is at
-  // most max_output_rows), so a row's logits never depend on R.
-  launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, nullptr, stream);
-  launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.fin, R, ws.logits, stream);
+  // Only rows that need an answer pay for the vocabulary projection. Windows on the skinny path keep it there
+  // (a row's logits never depend on R); a window on the GEMM path with gemm_min_rows+ output rows (a large decode
+  // batch) gives it to cuBLAS too, which reads the 0.25-1 GB matrix once for all of them.
+  const bool gemm_head = use_gemm && R >= ctx.gemm_min_rows;
+  void* fin16 = gemm_head && w.type == WType::BF16 ? ws.in16 : nullptr;
+  launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, fin16, stream);
+  if (gemm_head)
+    gemm(ctx.cublas, w.output, fin16 ? static_cast<const void*>(fin16) : static_cast<const void*>(ws.fin), R,
+         ws.logits);
+  else
+    launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.fin, R, ws.logits, stream);
   launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
   launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
 }

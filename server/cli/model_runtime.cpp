@@ -58,10 +58,11 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     CudaBackendOptions opts = pool_options<CudaBackendOptions>(shape);
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
-    // Batch windows of more than 16 rows (and prompt chunks) take the tensor-core path unless batch invariance
-    // is asked for; verify windows of one slot (at most 16 rows) always stay on the exact skinny kernel.
+    // Windows of up to 16 rows (verify windows, small decode batches) take the skinny kernel, whose bits per row
+    // do not depend on the window and which reads the weights once for all of them at about the cost of one
+    // row; larger ones (prompt chunks, bigger batches) take cuBLAS unless batch invariance is asked for.
     opts.max_output_rows = 256;
-    opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max() : 17;
+    opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max() : kServerGemmMinRows;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #else
