@@ -8,7 +8,8 @@
 #   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); sweep1b sweep8b
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
 #   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft);
-#   loads1b loads8b (decode per STRATA_MATVEC_LOAD variant). BENCH_EXTRA adds flags to bench1b/bench8b.
+#   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes). BENCH_EXTRA adds
+#   flags to bench1b/bench8b/ncubatch*.
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
@@ -81,14 +82,14 @@ for step in $steps; do
       if [ "$step" = spec-cuda-invariant ]; then printf 'batch-invariant: true\n' >/tmp/spec-inv.yaml; cfg="--config /tmp/spec-inv.yaml"; fi
       run timeout 240 "$bin/strata" bench spec --model models/strata-tiny --draft-model models/strata-tiny-draft \
         --device $dev --batch 1,8 --spec off,ngram,draft --max-tokens 128 --sampling greedy $cfg \
+        --prompts tools/bench/spec_prompts.json \
         --json "$out/$step.json" 2>&1 | grep -v " info " | tee "$out/$step.txt" ;;
-    loads1b|loads8b)  # batch-1 decode with each weight-load variant of the skinny matmul (STRATA_MATVEC_LOAD)
-      shape=${step#loads}; make_model "$shape" /tmp/llama-$shape
-      for v in 0 1 2 3; do
-        echo "STRATA_MATVEC_LOAD=$v"
-        STRATA_MATVEC_LOAD=$v run timeout 60 "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 \
-          --tokens 256 --prefill 16 2>&1 | grep -E "decode|prefill"
-      done 2>&1 | tee "$out/loads_$shape.log" ;;
+    ncubatch1b|ncubatch8b)  # per-kernel times of the last two decode windows at each of NCU_BATCH (default 1,32)
+      shape=${step#ncubatch}; make_model "$shape" /tmp/llama-$shape
+      run timeout 300 ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+        --print-units base "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 --tokens 8 --prefill 16 \
+        --batch "${NCU_BATCH:-1,32}" --profile ${BENCH_EXTRA:-} >"$out/ncubatch_$shape.csv" 2>"$out/ncubatch_$shape.err"
+      python3 tools/bench/ncu_summary.py "$out/ncubatch_$shape.csv" | tee "$out/ncubatch_$shape.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -16,6 +16,7 @@ def short(name):
     name = re.sub(r"\(.*", "", name)  # drop the argument list
     name = re.sub(r"^void ", "", name)
     name = re.sub(r"strata::(cuda::)?(\(anonymous namespace\)::|<unnamed>::)?", "", name)
+    name = re.sub(r"^(void )?<?unnamed>::", "", name)  # how some ncu versions print an anonymous namespace
     return name[:70]
 
 
