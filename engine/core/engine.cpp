@@ -568,28 +568,71 @@ struct Engine::Impl {
     const int max_batch = opts.speculation.max_batch;
     const long decoding =
         max_batch > 0 ? std::count_if(live.begin(), live.end(), [](const SlotState* s) { return s->decoding(); }) : 0;
+    std::vector<SlotState*> want;
+    std::vector<int> ks;
     for (SlotState* s : live) {
       s->drafts.clear();
       if (decoding > max_batch) continue;  // a full batch: verify rows would only slow the others down
-      int k = draft_budget(*s);
+      const int k = draft_budget(*s);
       if (k == 0) continue;
+      want.push_back(s);
+      ks.push_back(k);
+    }
+    // The drafter is an optimisation: losing it must not cost the request (issue 6).
+    auto drop = [&](SlotState* s, const std::string& why) {
+      spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s->req->id,
+                   s->drafter->name(), why);
+      s->drafter.reset();
+      s->drafts.clear();
+    };
+    auto one_by_one = [&](size_t i) {
+      SlotState* s = want[i];
       in_call = {s};
       try {
-        s->drafts = guarded(inc, call("draft"), [&] { return s->drafter->propose(s->seq, k); });
+        s->drafts = guarded(inc, call("draft"), [&] { return s->drafter->propose(s->seq, ks[i]); });
       } catch (const BackendFailure& e) {
-        // The drafter is an optimisation: losing it must not cost the request (issue 6).
-        spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s->req->id,
-                     s->drafter->name(), e.what);
-        s->drafter.reset();
-        s->drafts.clear();
+        drop(s, e.what);
       }
       in_call.clear();
-      if (static_cast<int>(s->drafts.size()) > k) s->drafts.resize(static_cast<size_t>(k));
+    };
+    // Slots whose drafters can share windows (one draft backend) propose together, in order of first appearance.
+    std::vector<bool> done(want.size(), false);
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (done[i]) continue;
+      const void* key = want[i]->drafter->batch_key();
+      std::vector<size_t> group{i};
+      if (key)
+        for (size_t j = i + 1; j < want.size(); ++j)
+          if (!done[j] && want[j]->drafter->batch_key() == key) group.push_back(j);
+      for (size_t j : group) done[j] = true;
+      if (group.size() == 1) {
+        one_by_one(i);
+        continue;
+      }
+      std::vector<DraftJob> jobs;
+      for (size_t j : group) jobs.push_back(DraftJob{want[j]->drafter.get(), &want[j]->seq, ks[j], {}});
+      in_call.clear();
+      for (size_t j : group) in_call.push_back(want[j]);
+      bool ok = true;
+      try {
+        guarded(inc, call("draft"), [&] { jobs[0].drafter->propose_together(jobs); });
+      } catch (const BackendFailure&) {
+        ok = false;  // which slot's drafts faulted is unknown: each one tries again alone
+      }
+      in_call.clear();
+      for (size_t g = 0; g < group.size(); ++g) {
+        if (ok) want[group[g]]->drafts = std::move(jobs[g].drafts);
+        else one_by_one(group[g]);
+      }
+    }
+    for (size_t i = 0; i < want.size(); ++i) {
+      SlotState* s = want[i];
+      if (static_cast<int>(s->drafts.size()) > ks[i]) s->drafts.resize(static_cast<size_t>(ks[i]));
       // A token the target cannot embed would fault the window; everything from it on is dropped.
-      for (size_t i = 0; i < s->drafts.size(); ++i) {
-        TokenId t = s->drafts[i];
+      for (size_t d = 0; d < s->drafts.size(); ++d) {
+        TokenId t = s->drafts[d];
         if (t < 0 || (info.vocab_size > 0 && t >= info.vocab_size)) {
-          s->drafts.resize(i);
+          s->drafts.resize(d);
           break;
         }
       }

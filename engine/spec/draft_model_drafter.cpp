@@ -17,56 +17,128 @@ DraftModelDrafter::~DraftModelDrafter() {
   }
 }
 
-TokenId DraftModelDrafter::run(const std::vector<TokenId>& tokens, int32_t first_pos) {
-  Window w;
-  int32_t pos = first_pos;
-  for (TokenId t : tokens) w.rows.push_back(Row{slot_, t, pos++});
-  w.rows.back().want_pick = true;
-  std::vector<RowResult> r = draft_->run_window(w);
-  if (r.size() != w.rows.size())
-    throw Error("draft backend returned " + std::to_string(r.size()) + " results for " +
-                std::to_string(w.rows.size()) + " rows");
-  return r.back().pick;
+std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& history, int max_k) {
+  std::vector<DraftJob> one{DraftJob{this, &history, max_k, {}}};
+  propose_together(one);
+  return std::move(one[0].drafts);
 }
 
-std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& history, int max_k) {
-  if (max_k <= 0 || history.empty()) return {};
+bool DraftModelDrafter::prepare(const std::vector<TokenId>& history) {
   if (slot_ == kNoSlot) {
     slot_ = draft_->open_slot();
-    if (slot_ == kNoSlot) return {};
+    if (slot_ == kNoSlot) return false;
     SamplingParams greedy;
     greedy.temperature = 0.0f;
     draft_->set_sampling(slot_, greedy);
     cached_.clear();
+    dirty_ = false;
   }
-  const size_t keep = history.size() - 1;  // the slot's state after this call
-  if (cached_.size() > keep || !std::equal(cached_.begin(), cached_.end(), history.begin())) {
+  const size_t keep = history.size() - 1;  // the slot's state after this proposal
+  if (dirty_ || cached_.size() > keep || !std::equal(cached_.begin(), cached_.end(), history.begin())) {
     draft_->reset_slot(slot_);
     cached_.clear();
   }
-  size_t from = cached_.size();
-  // Catch up in windows the draft backend accepts (a long prompt is more rows than one window may hold);
-  // every window but the last keeps all of its rows.
+  dirty_ = true;  // until the proposal completes: a throw in between leaves the slot's contents unknown
+  return true;
+}
+
+namespace {
+
+struct Rows {
+  SlotId slot;
+  std::vector<TokenId> tokens;
+  int32_t first_pos;
+};
+
+// Runs the segments as few windows of at most max_rows rows as possible (a segment is never split; each is at
+// most max_rows long) and returns each segment's last pick.
+std::vector<TokenId> run_segments(Backend& be, const std::vector<Rows>& segs, size_t max_rows) {
+  std::vector<TokenId> picks(segs.size(), 0);
+  size_t i = 0;
+  while (i < segs.size()) {
+    Window w;
+    std::vector<size_t> last_row;  // per segment of this window: its last row's index
+    const size_t first = i;
+    while (i < segs.size() && (w.rows.empty() || w.rows.size() + segs[i].tokens.size() <= max_rows)) {
+      int32_t pos = segs[i].first_pos;
+      for (TokenId t : segs[i].tokens) w.rows.push_back(Row{segs[i].slot, t, pos++});
+      w.rows.back().want_pick = true;
+      last_row.push_back(w.rows.size() - 1);
+      ++i;
+    }
+    const std::vector<RowResult> r = be.run_window(w);
+    if (r.size() != w.rows.size())
+      throw Error("draft backend returned " + std::to_string(r.size()) + " results for " +
+                  std::to_string(w.rows.size()) + " rows");
+    for (size_t s = first; s < i; ++s) picks[s] = r[last_row[s - first]].pick;
+  }
+  return picks;
+}
+
+}  // namespace
+
+// Every job advances in lockstep: step 0 feeds each slot what the target accepted since its last proposal
+// (drafting d1), step j re-runs [last, d1 .. dj] (drafting dj+1) and commits none of it. All jobs' rows of a
+// step share windows, so a batch of S slots costs k draft windows, not S x k.
+void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
+  struct Live {
+    DraftModelDrafter* d;
+    DraftJob* job;
+    size_t from, keep;
+  };
+  std::vector<Live> live;
+  for (DraftJob& j : jobs) {
+    j.drafts.clear();
+    auto* d = static_cast<DraftModelDrafter*>(j.drafter);  // same batch key: a drafter on this backend
+    const std::vector<TokenId>& h = *j.history;
+    if (j.max_k <= 0 || h.empty() || !d->prepare(h)) continue;
+    live.push_back(Live{d, &j, d->cached_.size(), h.size() - 1});
+  }
+  if (live.empty()) return;
   const size_t max_rows = static_cast<size_t>(std::max(1, draft_->info().max_window_rows));
-  while (history.size() - from > max_rows) {
-    const auto first = history.begin() + static_cast<long>(from);
-    run(std::vector<TokenId>(first, first + static_cast<long>(max_rows)), static_cast<int32_t>(from));
-    from += max_rows;
-    cached_.assign(history.begin(), history.begin() + static_cast<long>(from));
+  // A long catch-up (a new prompt) runs ahead in windows of its own, keeping all of its rows, until what is
+  // left fits a fair share of a window.
+  const size_t share = std::max<size_t>(1, max_rows / live.size());
+  for (Live& l : live) {
+    const std::vector<TokenId>& h = *l.job->history;
+    while (h.size() - l.from > share) {
+      const size_t n = std::min(max_rows, h.size() - l.from - share);
+      const auto first = h.begin() + static_cast<long>(l.from);
+      run_segments(*draft_, {Rows{l.d->slot_, std::vector<TokenId>(first, first + static_cast<long>(n)),
+                                  static_cast<int32_t>(l.from)}},
+                   max_rows);
+      l.from += n;
+      l.d->cached_.assign(h.begin(), h.begin() + static_cast<long>(l.from));
+    }
   }
-  // The last of them drafts d1; keep everything but the last token, which every draft step re-runs.
-  std::vector<TokenId> drafts{
-      run(std::vector<TokenId>(history.begin() + static_cast<long>(from), history.end()), static_cast<int32_t>(from))};
-  draft_->commit(slot_, static_cast<int>(keep - from));
-  cached_.assign(history.begin(), history.begin() + static_cast<long>(keep));
-  while (static_cast<int>(drafts.size()) < max_k) {
-    std::vector<TokenId> step{history.back()};
-    step.insert(step.end(), drafts.begin(), drafts.end());
-    TokenId next = run(step, static_cast<int32_t>(keep));
-    draft_->commit(slot_, 0);
-    drafts.push_back(next);
+  for (int step = 0;; ++step) {
+    std::vector<Rows> segs;
+    std::vector<Live*> who;
+    for (Live& l : live) {
+      const std::vector<TokenId>& h = *l.job->history;
+      std::vector<TokenId>& drafts = l.job->drafts;
+      if (static_cast<int>(drafts.size()) >= l.job->max_k) continue;
+      if (step == 0) {
+        segs.push_back(Rows{l.d->slot_, std::vector<TokenId>(h.begin() + static_cast<long>(l.from), h.end()),
+                            static_cast<int32_t>(l.from)});
+      } else {
+        std::vector<TokenId> t{h.back()};
+        t.insert(t.end(), drafts.begin(), drafts.end());
+        segs.push_back(Rows{l.d->slot_, std::move(t), static_cast<int32_t>(l.keep)});
+      }
+      who.push_back(&l);
+    }
+    if (segs.empty()) break;
+    const std::vector<TokenId> picks = run_segments(*draft_, segs, max_rows);
+    for (size_t i = 0; i < who.size(); ++i) {
+      Live& l = *who[i];
+      // Step 0 keeps everything but the history's last token, which every later step re-runs.
+      draft_->commit(l.d->slot_, step == 0 ? static_cast<int>(l.keep - l.from) : 0);
+      if (step == 0) l.d->cached_.assign(l.job->history->begin(), l.job->history->begin() + static_cast<long>(l.keep));
+      l.job->drafts.push_back(picks[i]);
+    }
   }
-  return drafts;
+  for (Live& l : live) l.d->dirty_ = false;
 }
 
 }  // namespace strata

@@ -29,14 +29,20 @@ class DraftModelDrafter : public Drafter {
   // Throws strata::Error when the draft backend does (bad window, device fault); proposes nothing while
   // the draft backend has no free slot.
   std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) override;
+  // All jobs' drafters share this backend: every draft step of every job runs in one window (or as few as
+  // the backend's window size allows). propose() is this with one job.
+  const void* batch_key() const override { return draft_.get(); }
+  void propose_together(std::vector<DraftJob>& jobs) override;
 
  private:
-  // Runs `tokens` at positions first_pos.. and returns the last row's pick.
-  TokenId run(const std::vector<TokenId>& tokens, int32_t first_pos);
+  // Opens the slot on first use and resets it when the history no longer extends what it holds; false when
+  // the draft backend has no free slot.
+  bool prepare(const std::vector<TokenId>& history);
 
   std::shared_ptr<Backend> draft_;
   SlotId slot_ = kNoSlot;
   std::vector<TokenId> cached_;  // the tokens the draft slot holds, position by position
+  bool dirty_ = false;           // a proposal did not complete: the slot's contents are unknown
 };
 
 }  // namespace strata

@@ -10,12 +10,29 @@
 
 namespace strata {
 
+class Drafter;
+
+// One slot's request for drafts in a batched proposal (Drafter::propose_together).
+struct DraftJob {
+  Drafter* drafter = nullptr;
+  const std::vector<TokenId>* history = nullptr;
+  int max_k = 0;
+  std::vector<TokenId> drafts;  // the answer
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
   virtual const char* name() const = 0;
   // `history` is the slot's whole token sequence (prompt + accepted output), its last token not yet run.
   virtual std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) = 0;
+  // Drafters whose proposals can share work return the same non-null key (the draft model: its backend, so
+  // all slots' draft steps run as one window); propose_together() is then called on one of them with jobs
+  // whose drafters all have that key. The default key is null and the default runs propose() per job.
+  virtual const void* batch_key() const { return nullptr; }
+  virtual void propose_together(std::vector<DraftJob>& jobs) {
+    for (DraftJob& j : jobs) j.drafts = j.drafter->propose(*j.history, j.max_k);
+  }
 };
 
 // Prompt lookup: find the longest suffix of the history (max_n down to min_n tokens) that occurred earlier,

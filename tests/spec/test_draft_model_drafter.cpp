@@ -1,5 +1,6 @@
 // The draft-model drafter over a toy backend whose greedy pick is (last token + 1) mod 100: what it proposes,
-// and that its slot stays in step with the target's history with only the new rows fed each time.
+// that its slot stays in step with the target's history with only the new rows fed each time, and that many
+// slots' drafters draft together in shared windows.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -19,7 +20,7 @@ struct ToyBackend : Backend {
   int resets = 0;
   int max_rows = 64;
 
-  BackendInfo info() const override { return {"toy", 2, 64, 100, max_rows}; }
+  BackendInfo info() const override { return {"toy", 4, 64, 100, max_rows}; }
   SlotId open_slot() override {
     if (free_slots == 0) return kNoSlot;
     SlotId s = static_cast<SlotId>(held.size());
@@ -41,11 +42,15 @@ struct ToyBackend : Backend {
     if (static_cast<int>(w.rows.size()) > max_rows) throw Error("toy: window larger than max_window_rows");
     windows.push_back(w);
     std::vector<RowResult> out;
-    SlotId s = w.rows.front().slot;
-    auto& h = held.at(s);
-    last_first[s] = static_cast<int>(h.size());
-    last_count[s] = static_cast<int>(w.rows.size());
+    std::map<SlotId, bool> seen;
     for (const Row& r : w.rows) {
+      auto& h = held.at(r.slot);
+      if (!seen[r.slot]) {  // this window's part of the slot starts here
+        seen[r.slot] = true;
+        last_first[r.slot] = static_cast<int>(h.size());
+        last_count[r.slot] = 0;
+      }
+      ++last_count[r.slot];
       REQUIRE(r.pos == static_cast<int32_t>(h.size()));  // each row continues the slot's history
       h.push_back(r.token);
       RowResult res;
@@ -133,4 +138,67 @@ TEST_CASE("draft-model drafter catches up a history longer than the draft backen
   const size_t before = toy->windows.size();
   CHECK(d.propose(history, 2) == std::vector<TokenId>{35, 36});
   CHECK(toy->windows[before].rows.size() == 3u);  // the old last token and the two new ones
+}
+
+TEST_CASE("draft-model drafters on one backend draft together: k shared windows, the proposals of each alone") {
+  auto toy = std::make_shared<ToyBackend>();
+  toy->free_slots = 3;
+  DraftModelDrafter a(toy), b(toy), c(toy);
+  CHECK(a.batch_key() == b.batch_key());
+  CHECK(a.batch_key() != nullptr);
+  const std::vector<TokenId> ha{5, 6, 7}, hb{40, 41}, hc{90, 91, 92, 93};
+  std::vector<DraftJob> jobs{{&a, &ha, 3, {}}, {&b, &hb, 1, {}}, {&c, &hc, 4, {}}};
+  a.propose_together(jobs);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{8, 9, 10});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{42});
+  CHECK(jobs[2].drafts == std::vector<TokenId>{94, 95, 96, 97});
+  // One window per draft step (the longest k), every slot that still drafts in each.
+  REQUIRE(toy->windows.size() == 4u);
+  auto slots_in = [](const Window& w) {
+    std::map<SlotId, int> n;
+    for (const Row& r : w.rows) ++n[r.slot];
+    return n.size();
+  };
+  CHECK(slots_in(toy->windows[0]) == 3u);
+  CHECK(slots_in(toy->windows[1]) == 2u);
+  CHECK(slots_in(toy->windows[3]) == 1u);
+  // Each slot is left at its history minus the last token, as a lone proposal leaves it.
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6});
+  CHECK(toy->held.at(1) == std::vector<TokenId>{40});
+  CHECK(toy->held.at(2) == std::vector<TokenId>{90, 91, 92});
+  // And the next round feeds each only what its target accepted since.
+  const std::vector<TokenId> ha2{5, 6, 7, 8, 50}, hc2{90, 91, 92, 93, 94, 95};
+  std::vector<DraftJob> next{{&a, &ha2, 2, {}}, {&c, &hc2, 2, {}}};
+  toy->windows.clear();
+  c.propose_together(next);
+  CHECK(next[0].drafts == std::vector<TokenId>{51, 52});
+  CHECK(next[1].drafts == std::vector<TokenId>{96, 97});
+  REQUIRE(toy->windows.size() == 2u);
+  CHECK(toy->windows[0].rows.size() == 3u + 3u);  // a: 7 8 50 from position 2; c: 93 94 95 from position 3
+  CHECK(toy->resets == 0);
+}
+
+TEST_CASE("shared draft windows respect the draft backend's window size and recover after a fault") {
+  auto toy = std::make_shared<ToyBackend>();
+  toy->free_slots = 3;
+  toy->max_rows = 4;
+  DraftModelDrafter a(toy), b(toy), c(toy);
+  std::vector<TokenId> ha, hb{1, 2}, hc{60, 61, 62};
+  for (int i = 0; i < 11; ++i) ha.push_back(TokenId(10 + i));
+  std::vector<DraftJob> jobs{{&a, &ha, 3, {}}, {&b, &hb, 3, {}}, {&c, &hc, 3, {}}};
+  a.propose_together(jobs);
+  for (const Window& w : toy->windows) CHECK(w.rows.size() <= 4u);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{21, 22, 23});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{3, 4, 5});
+  CHECK(jobs[2].drafts == std::vector<TokenId>{63, 64, 65});
+  // A fault part-way leaves the slots' contents unknown: the next proposal starts them over and is right.
+  toy->fail = true;
+  hb.push_back(3);
+  CHECK_THROWS_WITH(a.propose_together(jobs), Catch::Contains("device fault"));
+  toy->fail = false;
+  const int resets = toy->resets;
+  a.propose_together(jobs);
+  CHECK(toy->resets == resets + 3);
+  CHECK(jobs[1].drafts == std::vector<TokenId>{4, 5, 6});
+  CHECK(toy->held.at(1) == std::vector<TokenId>{1, 2});
 }
