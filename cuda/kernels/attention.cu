@@ -1,5 +1,6 @@
 // Attention for every row of a window, decode rows and prompt-chunk rows alike (launch_attention in
-// kernels.hpp). A block of attention_partial takes one query tile (up to kAttnQueryTile rows of one slot at
+// kernels.hpp). Windows of more than kAttnStagedMaxRows rows at large head dims take attention_batch.cu's
+// pipelined form of the same kernel instead (launch_attention says when). A block of attention_partial takes one query tile (up to kAttnQueryTile rows of one slot at
 // consecutive positions), one split of kAttnSplit positions and a chunk of the q heads of one kv head: as many
 // of the group's heads as fit in kAttnQueryTile query vectors (rows x heads), so a decode row's whole GQA
 // group shares one load of the split's K/V, and a 16-row verify tile takes one head per block. The split's K
@@ -8,7 +9,7 @@
 // score of the split (a thread per position, q broadcast from shared memory), the split's softmax (a warp per
 // query vector, four positions per lane, max and sum by warp butterflies), and P.V (four lanes per four
 // dimensions, each lane a quarter of the positions). A split is an exact softmax over its positions (no online
-// rescaling inside it, so kAttnTile is not used here); the second kernel, attention_combine, merges a row's
+// rescaling inside it); the second kernel, attention_combine, merges a row's
 // splits (a warp per row and head).
 //
 // Why the result of a row never depends on the window: split boundaries sit at fixed multiples of kAttnSplit
@@ -434,15 +435,28 @@ void configure_attention(int head_dim) {
   const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<true>, attr, int(bytes)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<false>, attr, int(bytes)));
+  configure_attention_ring();
 }
+
+static void launch_combine(const AttentionParams& a, cudaStream_t stream);
 
 void launch_attention(const AttentionParams& a, cudaStream_t stream) {
   if (a.rows <= 0) return;
   if (a.head_dim <= 0 || a.head_dim > kMaxHeadDim || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     throw Error("cuda attention: head_dim " + std::to_string(a.head_dim) + " (max " + std::to_string(kMaxHeadDim) +
                 ") or heads " + std::to_string(a.n_heads) + "/" + std::to_string(a.n_kv_heads) + " unsupported");
+  // Few rows (decode of a few slots, verify windows): every block stages its whole split, which has the fewest
+  // dependent round trips. Many rows, when a staged block is too large for two to share an SM (head_dim 128+):
+  // the ring-pipelined kernel (attention_batch.cu). On the H200 that is 154 against 210 us per layer for 128
+  // decode rows at head_dim 128, while at head_dim 64 (two staged blocks an SM) the staged kernel is faster.
+  // Both compute the same bits, so the choice cannot change a row's result.
   const bool alias = alias_kv(a.head_dim);
   const size_t smem = layout_bytes(a.head_dim, alias);
+  if (a.rows > kAttnStagedMaxRows && 2 * smem > size_t(smem_optin())) {
+    launch_attention_partial_ring(a, stream);
+    launch_combine(a, stream);
+    return;
+  }
   // 16-byte copies and stores when every row the kernel touches starts on 16 bytes; else 4-byte ones (the
   // same arithmetic).
   const bool vec = a.head_dim % 4 == 0 && a.qkv_stride % 4 == 0 && a.kv.kv_dim % 4 == 0 && a.kv.layer_offset % 4 == 0 &&
@@ -451,6 +465,10 @@ void launch_attention(const AttentionParams& a, cudaStream_t stream) {
   if (vec) launch_kernel(attention_partial<true>, grid, kThreads, smem, stream, a, int(alias));
   else launch_kernel(attention_partial<false>, grid, kThreads, smem, stream, a, int(alias));
   STRATA_CUDA_CHECK_LAUNCH();
+  launch_combine(a, stream);
+}
+
+static void launch_combine(const AttentionParams& a, cudaStream_t stream) {
   const dim3 cgrid(a.rows, (a.n_heads + kCombineWarps - 1) / kCombineWarps);
   const int cthreads = kCombineWarps * 32;
   if (a.head_dim <= 32) launch_kernel(attention_combine<1>, cgrid, cthreads, 0, stream, a);

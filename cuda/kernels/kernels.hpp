@@ -55,12 +55,12 @@ struct QkvRopeParams {
 void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, cudaStream_t stream);
 
 // Attention's split of a row's history: every row attends over positions [0, pos] in splits of
-// kAttnSplit positions at fixed boundaries (multiples of kAttnSplit), each split walked in tiles of
-// kAttnTile positions with an online softmax; splits are then merged in order. The arithmetic of a row
-// depends on its position and its slot's KV alone, never on the window.
+// kAttnSplit positions at fixed boundaries (multiples of kAttnSplit), each an exact softmax over its
+// positions; splits are then merged in order. The arithmetic of a row depends on its position and its slot's
+// KV alone, never on the window.
 constexpr int kAttnSplit = 128;
-constexpr int kAttnTile = 32;
 constexpr int kAttnQueryTile = 16;  // rows of one slot at consecutive positions that share K/V tile loads
+constexpr int kAttnStagedMaxRows = 16;  // larger windows may take the pipelined attention kernel (same bits)
 
 struct AttentionParams {
   const float* qkv = nullptr;  // q at the start of each row
@@ -87,6 +87,10 @@ size_t attention_smem_bytes(int head_dim);
 // Raises the attention kernel's shared-memory limit for this head_dim; call once before any capture.
 void configure_attention(int head_dim);
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
+// launch_attention's partial kernel for windows of more than kAttnStagedMaxRows rows (attention_batch.cu);
+// configure_attention configures it too.
+void configure_attention_ring();
+void launch_attention_partial_ring(const AttentionParams& p, cudaStream_t stream);
 
 // Tensor-core attention for prompt windows (flash_attention.cu): the same inputs and outputs as
 // launch_attention (part_acc / part_ml unused), q/k/v/p rounded to bf16 with fp32 sums, so the tolerance path

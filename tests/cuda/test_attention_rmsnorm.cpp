@@ -1,8 +1,9 @@
 // The fp32 attention kernel (launch_attention) and the fused residual-add RMSNorm (launch_add_rmsnorm) on
 // their own, against straightforward host fp32 references, and their window invariants at the kernel level:
-// a row's attention bits are the same alone, in a verify tile of up to 16 rows, beside other slots' rows and
-// under a grid with more splits than it needs; a row's norm bits are the same alone and among 64 rows, and with
-// 16-byte or scalar loads. Attention inputs are random q / K / V in a paged arena with fragmented block tables
+// a row's attention bits are the same alone, in a verify tile of up to 16 rows, beside other slots' rows, under
+// a grid with more splits than it needs, under a grid of one tile per row and in a large decode batch (the
+// kernel's smallest K/V ring); a row's norm bits are the same alone and among 64 rows, and with 16-byte or
+// scalar loads. Attention inputs are random q / K / V in a paged arena with fragmented block tables
 // (layer 1 of two, so layer_offset is exercised). Also prints the decode-shape speed of both (not asserted).
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
@@ -318,7 +319,7 @@ TEST_CASE("attention matches a host fp32 reference on unusual shapes") {
   for (const AttnShape sh : {AttnShape{16, 12, 2, 4, 2048},   // group 6, tiny head
                              AttnShape{36, 14, 2, 4, 2048},   // group 7, head_dim / 4 odd
                              AttnShape{18, 4, 2, 4, 2048},    // head_dim not a multiple of 4: scalar copies
-                             AttnShape{256, 8, 2, 4, 2048},   // V loaded into K's buffer
+                             AttnShape{256, 8, 2, 4, 2048},   // largest head: two P.V passes for 16-vector chunks
                              AttnShape{32, 32, 1, 4, 2048},   // group 32: two blocks per decode row
                              AttnShape{48, 6, 6, 4, 2048}}) {
     AttnFixture f(sh, 100u + unsigned(sh.head_dim));
@@ -355,14 +356,51 @@ TEST_CASE("attention: a row's bits alone, in a 16-row verify tile and beside oth
         const size_t at = crowd.rows.size();
         crowd.add(slot, first, T, 16);
         crowd.add(3, 1000, 3, 16);
-        const std::vector<float> got = f.run(w).out, got2 = f.run(crowd, 3).out;
+        // got3: a grid of one tile per row (as a decode window's), so the blocks of a kv head do all its chunks
+        // of the multi-row tiles in turn
+        const int crowd_rows = int(crowd.rows.size()), crowd_tiles = int(crowd.tile_first.size());
+        const std::vector<float> got = f.run(w).out, got2 = f.run(crowd, 3).out,
+                                 got3 = f.run(crowd, 0, crowd_rows - crowd_tiles).out;
         for (int t = 0; t < T; ++t) {
           INFO("hd " << f.hd << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << ", tile of " << T << " from "
                      << first << ", row " << t);
           CHECK(same_bits(&got[size_t(t) * qd], alone_of(first + t).data(), qd));
           CHECK(same_bits(&got2[(at + size_t(t)) * qd], alone_of(first + t).data(), qd));
+          CHECK(same_bits(&got3[(at + size_t(t)) * qd], alone_of(first + t).data(), qd));
         }
       }
+    }
+  }
+}
+
+TEST_CASE("attention: rows of a large decode batch match the reference and their bits alone") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  // 160 single-row tiles (several rows per slot, at unrelated positions) and a 16-row and a 5-row tile: a grid
+  // of thousands of blocks, so the kernel streams K/V through its smallest ring of tile buffers, while each
+  // row alone gets the largest; a split's last tile is partial for most rows.
+  AttnWindow big;
+  for (int i = 0; i < 160; ++i) big.add(i % 6, (i * 397 + 11) % 1000, 1, 1);
+  const size_t v16 = big.rows.size();
+  big.add(2, 300, 16, 16);
+  big.add(4, 61, 5, 16);
+  for (const AttnShape sh : {AttnShape{128, 32, 8, 6, 1024}, AttnShape{64, 32, 8, 6, 1024},
+                             AttnShape{256, 8, 2, 6, 1024}, AttnShape{36, 14, 2, 6, 1024},
+                             AttnShape{18, 4, 2, 6, 1024}, AttnShape{32, 32, 1, 6, 1024}}) {
+    AttnFixture f(sh, 300u + unsigned(sh.head_dim + sh.n_heads));
+    check_reference(f, big);
+    const size_t qd = size_t(f.q_dim);
+    const std::vector<float> all = f.run(big).out,
+                             as_decode = f.run(big, 0, int(big.rows.size() - big.tile_first.size())).out;
+    for (size_t i : {size_t(0), size_t(1), size_t(77), size_t(159), v16, v16 + 15, v16 + 16, v16 + 20}) {
+      AttnWindow w;
+      w.add(big.rows[i].slot, big.rows[i].pos, 1, 1);
+      const std::vector<float> alone = f.run(w).out;
+      INFO("hd " << f.hd << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << ", row " << i << " (slot "
+                 << big.rows[i].slot << ", pos " << big.rows[i].pos << ")");
+      CHECK(same_bits(&all[i * qd], alone.data(), qd));
+      CHECK(same_bits(&as_decode[i * qd], alone.data(), qd));
     }
   }
 }
@@ -509,9 +547,14 @@ TEST_CASE("attention and add_rmsnorm decode-shape speed (printed, not asserted)"
   CU(cudaEventCreate(&e0));
   CU(cudaEventCreate(&e1));
   const int iters = 200;
-  // Llama-3.2-1B: 32 q / 8 kv heads, head_dim 64, one decode row at position 260; and 64 such rows of 64 slots.
-  for (int rows : {1, 64}) {
-    const int hd = 64, heads = 32, kv_heads = 8, context = 1024;
+  // Llama-3.2-1B (head_dim 64) and Llama-3.1-8B (head_dim 128): 32 q / 8 kv heads, one decode row at position
+  // 260, and 64 or 128 such rows of as many slots.
+  struct SpeedCase {
+    int hd, rows, context;
+  };
+  for (const SpeedCase sc : {SpeedCase{64, 1, 1024}, SpeedCase{64, 64, 1024}, SpeedCase{128, 1, 512},
+                             SpeedCase{128, 128, 512}}) {
+    const int hd = sc.hd, rows = sc.rows, context = sc.context, heads = 32, kv_heads = 8;
     const int q_dim = heads * hd, kv_dim = kv_heads * hd, stride = q_dim + 2 * kv_dim;
     const int max_splits = context / kAttnSplit;
     std::vector<int> pos(size_t(rows), 260), slot(static_cast<size_t>(rows)), tf(static_cast<size_t>(rows)),
@@ -570,8 +613,8 @@ TEST_CASE("attention and add_rmsnorm decode-shape speed (printed, not asserted)"
     CU(cudaEventSynchronize(e1));
     float ms = 0.0f;
     CU(cudaEventElapsedTime(&ms, e0, e1));
-    std::printf("attention (partial + combine), %d decode row(s) at position 260, 32/8 heads, hd 64: %.2f us\n", rows,
-                double(ms) * 1e3 / iters);
+    std::printf("attention (partial + combine), %d decode row(s) at position 260, 32/8 heads, hd %d: %.2f us\n", rows,
+                hd, double(ms) * 1e3 / iters);
   }
   for (int n : {2048, 4096, 8192}) {
     for (int rows : {1, 64, 512}) {
