@@ -15,6 +15,8 @@
 // fragments: they contribute exact zeros to nobody else's sums.
 #include <cuda_bf16.h>
 
+#include <cstdlib>
+
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
@@ -213,12 +215,23 @@ void launch_bf16_kw(const void* w, int n, int k, const float* x, int rows, float
 }
 
 // How many warps split k is part of the order, so it is a function of the matrix alone: 16 for matrices of
-// fewer than 4096 rows (the fused SwiGLU form counts its stacked gate and up rows), whose 16-row tiles would
-// otherwise leave most of the GPU's load slots empty, else 8.
+// fewer than 65536 rows (the fused SwiGLU form counts its stacked gate and up rows), 8 for the LM head. 16
+// warps keep more weight bytes in flight (and prefetched before griddepcontrol.wait); on the 8B shape they
+// gave 4 % more batch-1 decode than 8 for matrices of 4096+ rows, while the LM head ran 3 % slower with them.
+// STRATA_MATVEC_KW16_BELOW moves that threshold, for the kernel benchmark's comparisons only: it changes the
+// bits, so a process must keep one value for its whole life (it is read once).
+int kw16_below() {
+  static const int v = [] {
+    const char* e = std::getenv("STRATA_MATVEC_KW16_BELOW");
+    return e && *e ? std::atoi(e) : 65536;
+  }();
+  return v;
+}
+
 template <bool Swiglu>
 void launch_bf16(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
   const int stacked_rows = Swiglu ? 2 * n : n;
-  if (stacked_rows < 4096) return launch_bf16_kw<16, Swiglu>(w, n, k, x, rows, y, stream);
+  if (stacked_rows < kw16_below()) return launch_bf16_kw<16, Swiglu>(w, n, k, x, rows, y, stream);
   return launch_bf16_kw<8, Swiglu>(w, n, k, x, rows, y, stream);
 }
 
