@@ -197,7 +197,7 @@ int run_bench_command(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;  // only the last two decode windows of each batch size run inside cudaProfilerStart/Stop
     } else if (!std::strcmp(argv[i], "--gemm-min-rows") && has_value) {
-      if (!parse_int(argv[++i], 2, &gemm_min_rows)) return usage(name);
+      if (!parse_int(argv[++i], 1, &gemm_min_rows)) return usage(name);
     } else if (!std::strcmp(argv[i], "--device") && has_value) {
       if (!parse_int(argv[++i], 0, &device)) return usage(name);
     } else if (!std::strcmp(argv[i], "--prefill") && has_value) {

@@ -123,7 +123,7 @@ struct CudaBackend::Impl {
     if (opts.max_context < 1) bad("max_context must be >= 1, found " + std::to_string(opts.max_context));
     if (opts.max_window_rows < 1) bad("max_window_rows must be >= 1, found " + std::to_string(opts.max_window_rows));
     if (opts.max_output_rows < 1) bad("max_output_rows must be >= 1, found " + std::to_string(opts.max_output_rows));
-    if (opts.gemm_min_rows < 2) bad("gemm_min_rows must be >= 2, found " + std::to_string(opts.gemm_min_rows));
+    if (opts.gemm_min_rows < 1) bad("gemm_min_rows must be >= 1, found " + std::to_string(opts.gemm_min_rows));
     if (!(opts.kv_cache_gb >= 0.0) || std::isinf(opts.kv_cache_gb))
       bad("kv_cache_gb must be a finite number >= 0, found " + std::to_string(opts.kv_cache_gb));
     if (!(opts.gpu_memory_fraction >= 0.0 && opts.gpu_memory_fraction <= 1.0))

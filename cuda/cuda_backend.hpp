@@ -23,9 +23,9 @@
 
 namespace strata {
 
-// The server's gemm_min_rows (and the kernel benchmark's default): windows of 17+ rows go to cuBLAS, which
-// reads the weights at ~0.9 of the copy bandwidth from 32 rows on, while the skinny kernel's cost grows with the
-// row count past 16 (docs/PERFORMANCE.md).
+// The server's gemm_min_rows when speculation is on (and the kernel benchmark's default): windows of 17+ rows go
+// to cuBLAS, which reads the weights at ~0.9 of the copy bandwidth from 32 rows on, while verify windows of up
+// to 16 rows stay on the skinny kernel, exact against single rows (docs/PERFORMANCE.md).
 constexpr int kServerGemmMinRows = 17;
 
 struct CudaBackendOptions {

@@ -334,7 +334,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
     auto registry = std::make_shared<prometheus::Registry>();
     eo.metrics = std::make_shared<Metrics>(registry, strata_version(), built_with_cuda() ? "yes" : "no",
                                            device_name(rt.device));
-    Engine engine(make_backend_factory(rt, config), *rt.tokenizer, rt.model->generation.eos_token_ids, eo);
+    Engine engine(make_backend_factory(rt, config, true), *rt.tokenizer, rt.model->generation.eos_token_ids, eo);
     const EngineStats st = engine.stats();
     if (st.slots_total > 0 && st.slots_total < batches.back())
       spdlog::warn("the backend has {} slots: batches above that queue", st.slots_total);

@@ -35,6 +35,8 @@ struct BackendShape {
   double kv_cache_gb = 0.0;          // CUDA
   double gpu_memory_fraction = 0.0;  // CUDA
   bool batch_invariant = false;      // CUDA: fixed-order kernels for every window
+  bool exact_verify = false;         // CUDA: speculation verifies drafts, so windows of up to 16 rows must give
+                                     // a row the bits of a single-row window (the skinny kernel)
 };
 
 // What both backends' options take from the shape: sequences, context and the paged KV pool.
@@ -58,11 +60,14 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     CudaBackendOptions opts = pool_options<CudaBackendOptions>(shape);
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
-    // Windows of up to 16 rows (verify windows, small decode batches) take the skinny kernel, whose bits per row
-    // do not depend on the window and which reads the weights once for all of them at about the cost of one
-    // row; larger ones (prompt chunks, bigger batches) take cuBLAS unless batch invariance is asked for.
+    // Single rows take the skinny kernel. With speculation on, so do windows of up to 16 rows (a verify window
+    // must give each row the bits of plain decoding); without it, windows of 2+ rows take cuBLAS, which reads
+    // the weights faster from 2 rows on (docs/PERFORMANCE.md). --batch-invariant puts every window on the
+    // fixed-order kernels.
     opts.max_output_rows = 256;
-    opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max() : kServerGemmMinRows;
+    opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max()
+                         : shape.exact_verify  ? kServerGemmMinRows
+                                               : 2;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #else
@@ -124,7 +129,8 @@ ModelRuntime load_model_runtime(const Config& config, const SourceMap& sources) 
   return rt;
 }
 
-Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config) {
+Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config,
+                                            std::optional<bool> exact_verify) {
   BackendShape shape;
   shape.max_slots = config.backend.max_slots;
   shape.max_context = runtime.ctx_size;
@@ -141,6 +147,7 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
     shape.kv_blocks = std::max(1, static_cast<int>(std::min(config.backend.kv_cache_gb * 1e9 / block_bytes, 1e9)));
   }
   shape.batch_invariant = config.backend.batch_invariant;
+  shape.exact_verify = exact_verify.value_or(config.engine.speculation.mode != SpeculationMode::Off);
   return backend_factory_for(runtime.model, runtime.device, shape);
 }
 

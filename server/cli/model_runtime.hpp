@@ -3,6 +3,7 @@
 // backend. Kept in one place so both commands size the backend the same way.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.hpp"
@@ -34,7 +35,11 @@ int resolve_ctx_size(int requested, const ModelConfig& model);
 ModelRuntime load_model_runtime(const Config& config, const SourceMap& sources);
 
 // Builds the backend for `runtime` on its resolved device.
-Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config);
+// exact_verify: the CUDA kernels that speculative verification needs (windows of up to 16 rows give a row the
+// bits of a single-row window). By default, whether config.engine's speculation is on; `strata bench spec`
+// asks for them in every mode so that `off` is comparable bit for bit.
+Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const Config& config,
+                                            std::optional<bool> exact_verify = std::nullopt);
 
 // The engine-facing checks config/ cannot make because it does not link the engine: --debug-faults parsed
 // into EngineOptions::faults (the grammar lives in engine/core/faults.hpp), and --spec/--spec-k copied into

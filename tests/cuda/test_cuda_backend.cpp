@@ -22,7 +22,8 @@ size_t block_bytes(const ModelConfig& c, int block_size) {
   return size_t(c.num_layers) * size_t(block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 4 * 2;
 }
 
-// Exact-path windows (gemm_min_rows 17, as the server runs): every window below has at most 16 rows.
+// Exact-path windows (gemm_min_rows 17, as the server runs with speculation on): every window below has at
+// most 16 rows.
 CudaBackendOptions paged_options(int slots, int context, int blocks, bool prefix_caching) {
   CudaBackendOptions o;
   o.max_slots = slots;
