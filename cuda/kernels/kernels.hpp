@@ -105,7 +105,7 @@ void launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
 void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream);
 
 // y[r][j] = sum_i w[j][i] * x[r][i] for r < rows, j < n (x rows of k floats, y rows of n floats). The skinny
-// kernel (matvec.cu): bf16 weights on the tensor cores, read once per 64 rows, the activations split into two
+// kernel (matvec.cu): bf16 weights on the tensor cores, read once per 16 rows, the activations split into two
 // bf16 parts for near-fp32 products, fp32 sums in an order fixed by k alone; fp32 weights on CUDA cores in an
 // order fixed by k. Either way a row's result does not depend on how many rows share the launch.
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream);

@@ -1,7 +1,9 @@
-// The skinny matmul for decode, verify and batch windows of up to 64 rows (launch_matvec in kernels.hpp).
-// Decode is memory-bound: the weights must stream through once per window at the HBM bandwidth, whatever the
-// number of rows, so bf16 weights go through the tensor cores (mma.sync m16n8k16): a warp holds a 16 x 32
-// weight tile in registers and applies it to up to 64 rows (8 tiles of 8), the rows' fp32 activations split
+// The skinny matmul for the windows whose rows must keep their single-row bits: decode, verify windows, and
+// every window under --batch-invariant (launch_matvec in kernels.hpp). Decode is memory-bound: the weights
+// should stream through once per window at the HBM bandwidth, whatever the number of rows, so bf16 weights go
+// through the tensor cores (mma.sync m16n8k16): a warp holds a 16 x 32 weight tile in registers and applies it
+// to 16 rows of the window (64 for the LM head's 8-warp blocks; larger windows run several such blocks, the
+// weights then coming from L2), in mma column tiles of 8 rows, the rows' fp32 activations split
 // into a bf16 high part and a bf16 remainder (x = hi + lo to 16 significant bits) so the products keep close
 // to fp32 accuracy. fp32 weights (f16/f32 checkpoints) take the CUDA-core kernel at the end of the file.
 //
