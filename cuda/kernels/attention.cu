@@ -32,6 +32,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/attention_common.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
 #include "cuda/kernels/launch.cuh"
@@ -40,13 +41,14 @@ namespace strata {
 namespace cuda {
 namespace {
 
+using namespace attn;
+
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kS = kAttnSplit;         // positions of one block
 constexpr int kMaxQ = kAttnQueryTile;  // query vectors (rows x heads) of one block
 constexpr int kMaxHeadDim = 256;
 constexpr int kParts = 4;              // P.V partial sums (positions mod 4)
-constexpr unsigned kFull = 0xffffffffu;
 static_assert(kS == 4 * 32, "the softmax holds four positions per lane");
 static_assert(kWarps == 2 * (kS / 32), "warps 0-3 copy the split's K rows, warps 4-7 its V rows, 32 each");
 static_assert(kMaxQ % 4 == 0, "score groups of 2 or 4 query vectors must stay inside the q buffer");
@@ -96,25 +98,6 @@ bool alias_kv(int hd) {
   return optin > 0 && layout_bytes(hd, false) > size_t(optin);
 }
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(__cvta_generic_to_global(src))
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_u32(dst)), "l"(__cvta_generic_to_global(src))
-               : "memory");
-}
-__device__ __forceinline__ int load_now(const int* p) {
-  int v;
-  asm volatile("ld.global.s32 %0, [%1];\n" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-  return v;
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 // One warp copies the head rows of positions s_begin + j0 .. + 31 (those below s_begin + nsp) of K or V into
 // rows j0 .. of dst. Each lane looks up its own position's cell (kv_row), the warp then copies whole rows with
@@ -261,33 +244,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams
     const int r = qi / nh, hh = qi - r * nh;
     const int nv = min(kS, lim + r);
     if (nv <= 0) continue;  // the row's position is before this split: nothing to compute or write
-    float s[4];
-    float m = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int j = lane + 32 * k;
-      s[k] = j < nv ? sP[qi * kS + j] : -INFINITY;
-      m = fmaxf(m, s[k]);
-    }
-#pragma unroll
-    for (int o = 16; o >= 1; o /= 2) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int j = lane + 32 * k;
-      if (j < nv) {
-        const float e = expf(s[k] - m);
-        sP[qi * kS + j] = e;
-        sum = __fadd_rn(sum, e);
-      }
-    }
-#pragma unroll
-    for (int o = 16; o >= 1; o /= 2) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
-    if (lane == 0) {
-      const size_t cell = (size_t(row0 + r) * a.n_heads + h0 + hh) * a.max_splits + split;
-      a.part_ml[cell * 2] = m;
-      a.part_ml[cell * 2 + 1] = sum;
-    }
+    split_softmax(sP + qi * kS, nv, lane, a.part_ml, (size_t(row0 + r) * a.n_heads + h0 + hh) * a.max_splits + split);
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -311,25 +268,11 @@ __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams
       o.z = __fmaf_rn(p, v.z, o.z);
       o.w = __fmaf_rn(p, v.w, o.w);
     }
-#pragma unroll
-    for (int x = 1; x <= 2; x *= 2) {
-      o.x = __fadd_rn(o.x, __shfl_xor_sync(kFull, o.x, x));
-      o.y = __fadd_rn(o.y, __shfl_xor_sync(kFull, o.y, x));
-      o.z = __fadd_rn(o.z, __shfl_xor_sync(kFull, o.z, x));
-      o.w = __fadd_rn(o.w, __shfl_xor_sync(kFull, o.w, x));
-    }
+    o = add_position_classes(o);
     if (c == 0 && nv > 0) {
       const int hh = qi - r * nh;
       const size_t cell = (size_t(row0 + r) * a.n_heads + h0 + hh) * a.max_splits + split;
-      float* dst = a.part_acc + cell * hd + 4 * d4;
-      if (kVec) {
-        *reinterpret_cast<float4*>(dst) = o;
-      } else {
-        const float ov[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (4 * d4 + e < hd) dst[e] = ov[e];
-      }
+      store_pv<kVec>(a.part_acc + cell * hd + 4 * d4, o, d4, hd);
     }
   }
 }
@@ -417,8 +360,6 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine(Attentio
     }
   }
 }
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace
 

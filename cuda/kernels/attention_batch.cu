@@ -34,6 +34,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/attention_common.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
 #include "cuda/kernels/launch.cuh"
@@ -41,6 +42,8 @@
 namespace strata {
 namespace cuda {
 namespace {
+
+using namespace attn;
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
@@ -52,7 +55,6 @@ constexpr int kMaxRing = 2 * kSplitTiles;  // a whole split's K and V in flight
 constexpr int kMaxQ = kAttnQueryTile;  // query vectors (rows x heads) of one chunk
 constexpr int kMaxHeadDim = 256;
 constexpr int kPvQ = 8;                // P.V: query vectors per thread in one pass
-constexpr unsigned kFull = 0xffffffffu;
 static_assert(kS == 4 * 32, "the softmax holds four positions per lane");
 static_assert(kS % kTile == 0 && kTile % 4 == 0, "tiles start on position classes j mod 4 = 0");
 static_assert(2 * 4 * kTile == kThreads, "scores: two groups of kTile positions x 4 partial sums fill the block");
@@ -135,25 +137,6 @@ int pick_ring(int hd, long long blocks) {
   return int(std::min<long long>(rmax, std::max<long long>(2, r)));
 }
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(__cvta_generic_to_global(src))
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_u32(dst)), "l"(__cvta_generic_to_global(src))
-               : "memory");
-}
-__device__ __forceinline__ int load_now(const int* p) {
-  int v;
-  asm volatile("ld.global.s32 %0, [%1];\n" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-  return v;
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 // Waits until at most n of this thread's committed groups are pending (n < kMaxRing - 1).
 __device__ __forceinline__ void cp_async_wait_n(int n) {
   static_assert(kMaxRing - 2 == 6, "one case per ring size");
@@ -346,33 +329,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
       const int r = qi / nh, hh = qi - r * nh;
       const int n = min(kS, lim + r);
       if (n <= 0) continue;  // the row's position is before this split: nothing to compute or write
-      float s[4];
-      float m = -INFINITY;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int j = lane + 32 * k;
-        s[k] = j < n ? sP[qi * kS + j] : -INFINITY;
-        m = fmaxf(m, s[k]);
-      }
-#pragma unroll
-      for (int o = 16; o >= 1; o /= 2) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
-      float sum = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int j = lane + 32 * k;
-        if (j < n) {
-          const float e = expf(s[k] - m);
-          sP[qi * kS + j] = e;
-          sum = __fadd_rn(sum, e);
-        }
-      }
-#pragma unroll
-      for (int o = 16; o >= 1; o /= 2) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
-      if (lane == 0) {
-        const size_t cell = (size_t(row0 + r) * a.n_heads + h0 + hh) * a.max_splits + split;
-        a.part_ml[cell * 2] = m;
-        a.part_ml[cell * 2 + 1] = sum;
-      }
+      split_softmax(sP + qi * kS, n, lane, a.part_ml, (size_t(row0 + r) * a.n_heads + h0 + hh) * a.max_splits + split);
     }
 
     for (int pass = 0; pass < passes; ++pass) {
@@ -416,35 +373,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
 #pragma unroll
       for (int u = 0; u < kPvQ; ++u) {
         if (!__any_sync(kFull, nv(u) > 0)) continue;  // warp-uniform
-        float4 o = acc[u];
-#pragma unroll
-        for (int x = 1; x <= 2; x *= 2) {
-          o.x = __fadd_rn(o.x, __shfl_xor_sync(kFull, o.x, x));
-          o.y = __fadd_rn(o.y, __shfl_xor_sync(kFull, o.y, x));
-          o.z = __fadd_rn(o.z, __shfl_xor_sync(kFull, o.z, x));
-          o.w = __fadd_rn(o.w, __shfl_xor_sync(kFull, o.w, x));
-        }
+        const float4 o = add_position_classes(acc[u]);
         if (pc == 0 && nv(u) > 0) {
           const int qi = qbase + nsets * u, r = qi / nh, hh = qi - r * nh;
           const size_t cell = (size_t(row0 + r) * a.n_heads + h0 + hh) * a.max_splits + split;
-          float* dst = a.part_acc + cell * hd + 4 * pd4;
-          if (kVec) {
-            *reinterpret_cast<float4*>(dst) = o;
-          } else {
-            const float ov[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              if (4 * pd4 + e < hd) dst[e] = ov[e];
-          }
+          store_pv<kVec>(a.part_acc + cell * hd + 4 * pd4, o, pd4, hd);
         }
       }
     }
     __syncthreads();  // the next chunk overwrites q, P and the ring
   }
 }
-
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 }  // namespace
 
