@@ -244,39 +244,21 @@ int run_bench_command(int argc, char** argv) {
     SamplingParams greedy;
     greedy.temperature = 0.0f;
     be.set_sampling(slot, greedy);
-    // Decode at batch 1: prompt, then greedy single-row windows (one graph replay each).
-    TokenId last = be.run_window(prompt_window(slot, prompt, c.vocab_size)).back().pick;
-    auto decode_step = [&](int pos) {
-      Row r;
-      r.slot = slot;
-      r.token = last;
-      r.pos = pos;
-      r.want_pick = true;
-      last = be.run_window(Window{{r}})[0].pick;
-    };
-    decode_step(prompt);  // captures the single-row graph
-    // With --profile, the last two windows run between cudaProfilerStart/Stop (ncu --profile-from-start off).
+    // With --profile, the last two windows of each batch size run between cudaProfilerStart/Stop (ncu
+    // --profile-from-start off).
     auto profiled = [&](int i) {
       if (!profile) return;
       if (i == tokens - 2) STRATA_CUDA_CHECK(cudaProfilerStart());
       if (i == tokens) STRATA_CUDA_CHECK(cudaProfilerStop());
     };
-    const auto t = clock_type::now();
-    for (int i = 1; i < tokens; ++i) {
-      profiled(i);
-      decode_step(prompt + i);
-    }
-    profiled(tokens);
-    const double s = seconds_since(t);
-    const double tok_s = double(tokens - 1) / s;
-    std::printf("decode_batch1 prompt=%d tokens=%d tok_s=%.1f ms_per_token=%.3f roofline_fraction=%.3f\n", prompt,
-                tokens, tok_s, 1e3 * s / (tokens - 1), bytes_per_token * tok_s / bw);
-
-    // Decode at batch B: B slots each prefilled with the prompt, then windows of one row per slot, what
-    // llama-batched-bench's decode figure measures (engine only, no HTTP). The weights are read once per window,
-    // so the roofline fraction is per window: weight bytes x windows/s / copy bandwidth (KV reads not counted).
-    for (int B : batches) {
-      if (B == 1) continue;
+    // Decode at batch B (batch 1 always, then the --batch sizes): B slots each prefilled with the prompt, then
+    // greedy windows of one row per slot, one graph replay each; at B > 1 what llama-batched-bench's decode
+    // figure measures (engine only, no HTTP). The weights are read once per window, so the roofline fraction
+    // is per window: weight bytes x windows/s / copy bandwidth (KV reads not counted).
+    std::vector<int> runs{1};
+    for (int B : batches)
+      if (B != 1) runs.push_back(B);
+    for (int B : runs) {
       std::vector<SlotId> slots;
       std::vector<TokenId> lasts;
       for (int b = 0; b < B; ++b) {
@@ -288,7 +270,7 @@ int run_bench_command(int argc, char** argv) {
         for (Row& r : pw.rows) r.token = bench_token(r.pos + 7 * b, c.vocab_size);
         lasts.push_back(be.run_window(pw).back().pick);
       }
-      auto batch_step = [&](int pos) {
+      auto step = [&](int pos) {
         Window w;
         for (int b = 0; b < B; ++b) {
           Row r;
@@ -301,19 +283,19 @@ int run_bench_command(int argc, char** argv) {
         const auto res = be.run_window(w);
         for (int b = 0; b < B; ++b) lasts[size_t(b)] = res[size_t(b)].pick;
       };
-      batch_step(prompt);  // captures this batch's graph
+      step(prompt);  // captures this batch's graph
       const auto tb = clock_type::now();
       for (int i = 1; i < tokens; ++i) {
         profiled(i);
-        batch_step(prompt + i);
+        step(prompt + i);
       }
       profiled(tokens);
       const double sb = seconds_since(tb);
       const double win_s = double(tokens - 1) / sb;
-      std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f ms_per_window=%.3f roofline_fraction=%.3f\n", B,
-                  prompt, tokens, win_s * B, 1e3 * sb / (tokens - 1), bytes_per_token * win_s / bw);
+      std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f %s=%.3f roofline_fraction=%.3f\n", B, prompt,
+                  tokens, win_s * B, B == 1 ? "ms_per_token" : "ms_per_window", 1e3 * sb / (tokens - 1),
+                  bytes_per_token * win_s / bw);
       for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
-      slots.resize(1);
     }
 
     for (int len : prefill) {
