@@ -66,6 +66,21 @@ __device__ __forceinline__ void store4(float* p, int i, int n, const Row4& r) {
   }
 }
 
+// 1 / sqrt(mean of squares + eps) from each thread's partial sum of squares: a butterfly per warp, then every
+// warp adds the warp sums by the same butterfly (warp w's sum at lane w, zeros past the last warp), so the
+// order is fixed by the block size, which n alone decides.
+__device__ __forceinline__ float inv_rms(float ss, float* warp_sums, int n, float eps) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) ss = __fadd_rn(ss, __shfl_xor_sync(kFull, ss, o));
+  if (lane == 0) warp_sums[warp] = ss;
+  __syncthreads();
+  float total = lane < int(blockDim.x >> 5) ? warp_sums[lane] : 0.0f;
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) total = __fadd_rn(total, __shfl_xor_sync(kFull, total, o));
+  return 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total, float(n)), eps));
+}
+
 // A thread's groups: g = threadIdx.x + k * blockDim.x for k < kG (those below n / 4, rounded up).
 template <bool kVec, int kG>
 __global__ void __launch_bounds__(kMaxThreads)
@@ -75,7 +90,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float warp_sums[kMaxThreads / 32];
-  const int T = blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int T = blockDim.x;
   const int ng = (n + 3) / 4;
   const int i_out = blockIdx.x;
 
@@ -121,15 +136,7 @@ __global__ void __launch_bounds__(kMaxThreads)
         if (kVec || 4 * g + c < n) ss = __fmaf_rn(v[k].v[c], v[k].v[c], ss);
     }
   }
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) ss = __fadd_rn(ss, __shfl_xor_sync(kFull, ss, o));
-  if (lane == 0) warp_sums[warp] = ss;
-  __syncthreads();
-  // Every warp adds the warp sums by the same butterfly (warp w's sum at lane w, zeros past the last warp).
-  float total = lane < (T >> 5) ? warp_sums[lane] : 0.0f;
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) total = __fadd_rn(total, __shfl_xor_sync(kFull, total, o));
-  const float inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total, float(n)), eps));
+  const float inv = inv_rms(ss, warp_sums, n, eps);
 
   float* yr = y + size_t(i_out) * n;
   __nv_bfloat16* y16r = y16 ? y16 + size_t(i_out) * n : nullptr;
@@ -171,7 +178,7 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_long(float* __restric
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float warp_sums[kMaxThreads / 32];
-  const int T = blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int T = blockDim.x;
   const int ng = (n + 3) / 4;
   const int i_out = blockIdx.x;
   const int src = row_map ? row_map[i_out] : i_out;
@@ -188,14 +195,7 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_long(float* __restric
       ss = __fmaf_rn(v, v, ss);
     }
   }
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) ss = __fadd_rn(ss, __shfl_xor_sync(kFull, ss, o));
-  if (lane == 0) warp_sums[warp] = ss;
-  __syncthreads();
-  float total = lane < (T >> 5) ? warp_sums[lane] : 0.0f;
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) total = __fadd_rn(total, __shfl_xor_sync(kFull, total, o));
-  const float inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total, float(n)), eps));
+  const float inv = inv_rms(ss, warp_sums, n, eps);
   float* yr = y + size_t(i_out) * n;
   for (int g = threadIdx.x; g < ng; g += T) {
     for (int c = 0; c < 4; ++c) {
