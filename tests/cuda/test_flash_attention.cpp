@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/kernels/kernels.hpp"
+#include "tests/cuda/cuda_test_buffers.hpp"
 #include "engine/core/types.hpp"
 
 using namespace strata;
@@ -22,33 +23,8 @@ using namespace strata::cuda;
 
 namespace {
 
-#define CU(call) REQUIRE((call) == cudaSuccess)
-
-template <typename T>
-struct Dev {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit Dev(size_t count) : n(count) { CU(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(count, 1) * sizeof(T))); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() { cudaFree(p); }
-  void put(const std::vector<T>& h) {
-    REQUIRE(h.size() == n);
-    CU(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> get() const {
-    std::vector<T> h(n);
-    CU(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
-
-uint16_t bf16_rn(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
+using cuda_test::bf16_rn;
+using cuda_test::Dev;
 
 struct Segment {
   int slot, first_pos, count;

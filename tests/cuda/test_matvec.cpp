@@ -12,17 +12,14 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/kernels/kernels.hpp"
+#include "tests/cuda/cuda_test_buffers.hpp"
 
 using namespace strata;
 using namespace strata::cuda;
 
 namespace {
 
-uint16_t to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
+using cuda_test::bf16_rn;
 
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
@@ -54,7 +51,7 @@ TEST_CASE("the fused gate/up + SwiGLU skinny kernel gives the bits of matvec the
       DeviceBuffer w;
       if (t == WType::BF16) {
         std::vector<uint16_t> wb(wf.size());
-        for (size_t i = 0; i < wf.size(); ++i) wb[i] = to_bf16_bits(wf[i]);
+        for (size_t i = 0; i < wf.size(); ++i) wb[i] = bf16_rn(wf[i]);
         w = upload(wb);
       } else {
         w = upload(wf);
@@ -98,7 +95,7 @@ TEST_CASE("the skinny matmul gives a row the same bits in windows of 1 to 200 ro
     if (t == WType::BF16) {
       std::vector<uint16_t> wb(wf.size());
       for (size_t i = 0; i < wf.size(); ++i) {
-        wb[i] = to_bf16_bits(wf[i]);
+        wb[i] = bf16_rn(wf[i]);
         const uint32_t u = uint32_t(wb[i]) << 16;
         std::memcpy(&wf[i], &u, 4);  // the host reference uses the rounded weights
       }
