@@ -124,6 +124,8 @@ struct CudaBackend::Impl {
     if (opts.max_window_rows < 1) bad("max_window_rows must be >= 1, found " + std::to_string(opts.max_window_rows));
     if (opts.max_output_rows < 1) bad("max_output_rows must be >= 1, found " + std::to_string(opts.max_output_rows));
     if (opts.gemm_min_rows < 1) bad("gemm_min_rows must be >= 1, found " + std::to_string(opts.gemm_min_rows));
+    if (opts.split_gemm_max_rows < 0)
+      bad("split_gemm_max_rows must be >= 0, found " + std::to_string(opts.split_gemm_max_rows));
     if (!(opts.kv_cache_gb >= 0.0) || std::isinf(opts.kv_cache_gb))
       bad("kv_cache_gb must be a finite number >= 0, found " + std::to_string(opts.kv_cache_gb));
     if (!(opts.gpu_memory_fraction >= 0.0 && opts.gpu_memory_fraction <= 1.0))
@@ -177,21 +179,24 @@ struct CudaBackend::Impl {
     max_splits = (opts.max_context + cuda::kAttnSplit - 1) / cuda::kAttnSplit;
     const size_t S = size_t(max_splits);
     const size_t k16 = std::max({H, size_t(q_dim()), FF});
+    // Rows of the buffers a split GEMM writes twice over (forward.hpp).
+    const size_t split = size_t(std::max(0, opts.split_gemm_max_rows));
+    const size_t T2 = std::max(T, 2 * std::min(T, split)), R2 = std::max(R, 2 * std::min(R, split));
     cuda::Workspace& ws = fwd.ws;
     void* in16 = nullptr;
     std::vector<std::pair<size_t, void**>> parts = {
         {T * H * 4, reinterpret_cast<void**>(&ws.x)},
         {T * H * 4, reinterpret_cast<void**>(&ws.xn)},
-        {T * H * 4, reinterpret_cast<void**>(&ws.tmp)},
-        {T * qkv * 4, reinterpret_cast<void**>(&ws.qkv)},
+        {T2 * H * 4, reinterpret_cast<void**>(&ws.tmp)},
+        {T2 * qkv * 4, reinterpret_cast<void**>(&ws.qkv)},
         {T * size_t(q_dim()) * 4, reinterpret_cast<void**>(&ws.att)},
-        {T * 2 * FF * 4, reinterpret_cast<void**>(&ws.gu)},
+        {T2 * 2 * FF * 4, reinterpret_cast<void**>(&ws.gu)},
         {T * FF * 4, reinterpret_cast<void**>(&ws.act)},
-        {T >= size_t(opts.gemm_min_rows) ? T * k16 * 2 : 0, &in16},
+        {T >= size_t(opts.gemm_min_rows) ? T2 * k16 * 2 : 0, &in16},
         {T * NH * S * HD * 4, reinterpret_cast<void**>(&ws.part_acc)},
         {T * NH * S * 2 * 4, reinterpret_cast<void**>(&ws.part_ml)},
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
-        {R * V * 4, reinterpret_cast<void**>(&ws.logits)},
+        {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {meta_words(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
     };
@@ -282,6 +287,7 @@ struct CudaBackend::Impl {
     fwd.rope_sin = rope_sin.get<float>();
     fwd.cublas = cublas;
     fwd.gemm_min_rows = opts.gemm_min_rows;
+    fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the

@@ -45,7 +45,12 @@ struct CudaBackendOptions {
   // Additive knobs (defaults are what the server uses).
   int max_window_rows = 512;    // the largest window one call accepts (sizes the workspace)
   int max_output_rows = 64;     // rows with logits per graph replay; larger windows run as several replays
-  int gemm_min_rows = 65;       // windows with at least this many rows use cuBLAS (bf16 activations)
+  int gemm_min_rows = 65;       // windows with at least this many rows use cuBLAS
+  // cuBLAS windows of up to this many rows (bf16 weights) pass each activation as a bf16 value plus its bf16
+  // remainder, two GEMM columns per row, for products close to fp32 (greedy tokens match the CPU backend's);
+  // larger windows pass bf16 activations alone. The split costs 1 % of 8B decode at one row, 3 % at 8 and 6 %
+  // at 64 (docs/PERFORMANCE.md, run 11).
+  int split_gemm_max_rows = 16;
   bool round_weights_to_bf16 = false;  // f16/f32 checkpoints: round matrices to bf16 (half the memory)
                                        // instead of keeping their exact values in fp32
   DType rope_freq_dtype = DType::F32;  // as CpuBackendOptions: only reference-parity checks change it

@@ -25,10 +25,17 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // below gemm_min_rows take the skinny kernel whose per-row bits do not depend on the row count.
   const bool use_gemm = T >= ctx.gemm_min_rows;
   const bool want16 = use_gemm && w.type == WType::BF16;
-  void* in16 = want16 ? ws.in16 : nullptr;
+  // Split activations on windows of up to split_gemm_max_rows rows: each bf16 input row comes with its
+  // remainder row, so the GEMM has 2T columns, reads the weights once, and the hi and remainder products add up
+  // to a near-fp32 product (the skinny kernel's accuracy) where the weights, not the FLOPs, set the time.
+  const bool split = want16 && T <= ctx.split_gemm_max_rows;
+  const Bf16Out in16{want16 ? ws.in16 : nullptr, split};
+  // The remainder half of a split GEMM's output y of row length n (or null).
+  auto rem = [&](const float* y, int n) -> const float* { return split ? y + size_t(T) * size_t(n) : nullptr; };
   auto matmul = [&](const DeviceMatrix& m, const float* x, float* y) {
     if (use_gemm)
-      gemm(ctx.cublas, m, want16 ? static_cast<const void*>(ws.in16) : static_cast<const void*>(x), T, y);
+      gemm(ctx.cublas, m, want16 ? static_cast<const void*>(ws.in16) : static_cast<const void*>(x), split ? 2 * T : T,
+           y);
     else
       launch_matvec(m.ptr, m.type, m.rows, m.cols, x, T, y, stream);
   };
@@ -38,7 +45,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   const bool flash = use_gemm && flash_attention_supports(HD) && T >= 4 * shape.tiles_cap;
 
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
-  launch_add_rmsnorm(ws.x, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn, in16, stream);
+  launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn, in16,
+                     stream);
 
   QkvRopeParams qp;
   qp.n_heads = c.num_heads;
@@ -77,6 +85,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     kv.layer_offset = l * ctx.kv_layer_stride;
 
     matmul(Ly.wqkv, ws.xn, ws.qkv);
+    qp.qkv_rem = rem(ws.qkv, ap.qkv_stride);
     qp.bias = Ly.bqkv;
     qp.q_norm = Ly.q_norm;
     qp.k_norm = Ly.k_norm;
@@ -88,29 +97,32 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     else
       launch_attention(ap, stream);
     matmul(Ly.wo, ws.att, ws.tmp);
-    launch_add_rmsnorm(ws.x, ws.tmp, Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, ws.xn, in16, stream);
+    launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, ws.xn, in16, stream);
     if (use_gemm) {
       matmul(Ly.wgu, ws.xn, ws.gu);
-      launch_swiglu(ws.gu, T, FF, ws.act, in16, stream);
+      launch_swiglu(ws.gu, rem(ws.gu, 2 * FF), T, FF, ws.act, in16, stream);
     } else {
       launch_matvec_swiglu(Ly.wgu.ptr, Ly.wgu.type, FF, Ly.wgu.cols, ws.xn, T, ws.act, stream);
     }
     matmul(Ly.wdown, ws.act, ws.tmp);
     if (l + 1 < w.layers.size())
-      launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.layers[l + 1].attn_norm, nullptr, T, H, eps, true, ws.xn, in16,
-                         stream);
+      launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), nullptr, w.layers[l + 1].attn_norm, nullptr, T, H, eps, true,
+                         ws.xn, in16, stream);
   }
   if (R == 0) return;
   // Only rows that need an answer pay for the vocabulary projection. Windows on the skinny path keep it there
   // (a row's logits never depend on R); a window on the GEMM path with gemm_min_rows+ output rows (a large decode
   // batch) gives it to cuBLAS too, which reads the 0.25-1 GB matrix once for all of them.
   const bool gemm_head = use_gemm && R >= ctx.gemm_min_rows;
-  void* fin16 = gemm_head && w.type == WType::BF16 ? ws.in16 : nullptr;
-  launch_add_rmsnorm(ws.x, ws.tmp, nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, fin16, stream);
-  if (gemm_head)
-    gemm(ctx.cublas, w.output, fin16 ? static_cast<const void*>(fin16) : static_cast<const void*>(ws.fin), R,
-         ws.logits);
-  else
+  const Bf16Out fin16{gemm_head && want16 ? ws.in16 : nullptr, gemm_head && split};
+  launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, fin16,
+                     stream);
+  if (gemm_head) {
+    gemm(ctx.cublas, w.output, fin16.p ? static_cast<const void*>(fin16.p) : static_cast<const void*>(ws.fin),
+         fin16.split ? 2 * R : R, ws.logits);
+    const size_t V = size_t(w.output.rows);
+    if (fin16.split) launch_add(ws.logits, ws.logits + size_t(R) * V, size_t(R) * V, stream);
+  } else
     launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.fin, R, ws.logits, stream);
   launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
   launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);

@@ -12,7 +12,8 @@
 namespace strata {
 namespace cuda {
 
-// Device buffers sized for the largest window (max_window_rows rows, max_output_rows logit rows).
+// Device buffers sized for the largest window (max_window_rows rows, max_output_rows logit rows). A split GEMM
+// (forward.cpp) writes 2T rows into in16, qkv, tmp, gu and logits, so those hold twice the split windows' rows.
 struct Workspace {
   float* x = nullptr;        // [T][hidden] residual stream
   float* xn = nullptr;       // [T][hidden] normed input of a matmul
@@ -41,6 +42,7 @@ struct ForwardContext {
   const float* rope_sin = nullptr;
   cublasHandle_t cublas = nullptr;
   int gemm_min_rows = 65;
+  int split_gemm_max_rows = 0;  // GEMM windows of up to this many rows split their activations (forward.cpp)
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

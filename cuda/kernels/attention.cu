@@ -348,7 +348,8 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine(Attentio
     }
   }
 
-  __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16);
+  __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16.p);
+  const size_t rem = a.out16.split ? size_t(a.rows) * a.n_heads * hd : 0;
   const size_t o0 = size_t(r) * a.n_heads * hd + size_t(h) * hd;
 #pragma unroll
   for (int e = 0; e < kDims; ++e) {
@@ -356,7 +357,7 @@ __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine(Attentio
     if (d < hd) {
       const float o = __fdiv_rn(out[e], Lsum);
       a.out[o0 + d] = o;
-      if (out16) out16[o0 + d] = to_bf16(o);
+      if (out16) store_bf16_split(out16 + o0 + d, rem, o);
     }
   }
 }

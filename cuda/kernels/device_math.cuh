@@ -12,6 +12,22 @@ __device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u 
 
 __device__ __forceinline__ __nv_bfloat16 to_bf16(float f) { return __float2bfloat16_rn(f); }
 
+// An input of the split-activation GEMM (forward.cpp): v's bf16 rounding at p[0] and, when rem_off != 0, the
+// bf16 rounding of the remainder v - hi at p[rem_off], so hi + rem carries v to about 16 significant bits.
+__device__ __forceinline__ void store_bf16_split(__nv_bfloat16* p, size_t rem_off, float v) {
+  const __nv_bfloat16 h = to_bf16(v);
+  p[0] = h;
+  if (rem_off) p[rem_off] = to_bf16(__fsub_rn(v, __bfloat162float(h)));
+}
+// The same for two consecutive values (p 4-byte aligned).
+__device__ __forceinline__ void store_bf16x2_split(__nv_bfloat16* p, size_t rem_off, float a, float b) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  *reinterpret_cast<__nv_bfloat162*>(p) = h;
+  if (rem_off)
+    *reinterpret_cast<__nv_bfloat162*>(p + rem_off) =
+        __floats2bfloat162_rn(__fsub_rn(a, __low2float(h)), __fsub_rn(b, __high2float(h)));
+}
+
 // Butterfly sum over a warp: every lane ends with the same value, and the pairing is fixed, so the result
 // depends only on the 32 inputs.
 __device__ __forceinline__ float warp_sum(float v) {

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
 
@@ -284,7 +285,8 @@ __global__ void __launch_bounds__(WARPS * TPB * 32) flash_attention_kernel(Atten
 
   if (!mine) continue;
   const float inv_lo = 1.0f / quad_sum(l_lo), inv_hi = 1.0f / quad_sum(l_hi);
-  __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16);
+  __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16.p);
+  const size_t rem = a.out16.split ? size_t(a.rows) * q_dim : 0;
   const size_t base_lo = size_t(row0 + gid) * q_dim + size_t(h) * HD + 2 * tig;
   const size_t base_hi = size_t(row0 + gid + 8) * q_dim + size_t(h) * HD + 2 * tig;
 #pragma unroll
@@ -292,12 +294,12 @@ __global__ void __launch_bounds__(WARPS * TPB * 32) flash_attention_kernel(Atten
     if (ok_lo) {
       const float2 v = make_float2(o[n][0] * inv_lo, o[n][1] * inv_lo);
       *reinterpret_cast<float2*>(a.out + base_lo + 8 * n) = v;
-      if (out16) *reinterpret_cast<__nv_bfloat162*>(out16 + base_lo + 8 * n) = __floats2bfloat162_rn(v.x, v.y);
+      if (out16) store_bf16x2_split(out16 + base_lo + 8 * n, rem, v.x, v.y);
     }
     if (ok_hi) {
       const float2 v = make_float2(o[n][2] * inv_hi, o[n][3] * inv_hi);
       *reinterpret_cast<float2*>(a.out + base_hi + 8 * n) = v;
-      if (out16) *reinterpret_cast<__nv_bfloat162*>(out16 + base_hi + 8 * n) = __floats2bfloat162_rn(v.x, v.y);
+      if (out16) store_bf16x2_split(out16 + base_hi + 8 * n, rem, v.x, v.y);
     }
   }
   }
@@ -375,7 +377,7 @@ void launch_flash_attention(const AttentionParams& p, cudaStream_t stream) {
     bad("qkv_stride " + std::to_string(p.qkv_stride) + " (or qkv) is not aligned to 2 floats");
   if (!p.qkv || !p.out || !p.pos || !p.slot || !p.tile_first || !p.tile_rows || !p.n_tiles)
     bad("qkv, out, pos, slot, tile_first, tile_rows and n_tiles must be set");
-  if (reinterpret_cast<uintptr_t>(p.out) % 8 != 0 || reinterpret_cast<uintptr_t>(p.out16) % 4 != 0)
+  if (reinterpret_cast<uintptr_t>(p.out) % 8 != 0 || reinterpret_cast<uintptr_t>(p.out16.p) % 4 != 0)
     bad("out / out16 misaligned");
   if (p.max_tiles <= 0) return;
   const int group = p.n_heads / p.n_kv_heads;

@@ -17,12 +17,25 @@ enum class WType { BF16, F32 };
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
                       cudaStream_t stream);
 
-// For output row i with source row s = row_map ? row_map[i] : i: v = x[s] + (delta[s] + bias) (delta and
-// bias optional), x[s] = v when write_back, y[i] = weight * (v * rsqrt-free 1/sqrt(mean(v^2) + eps)) and,
-// when y16 is set, its bf16 rounding (the GEMM path's input). The residual add is fused into the norm so
-// the residual stream makes one trip through memory per sub-layer.
-void launch_add_rmsnorm(float* x, const float* delta, const float* bias, const float* weight, const int* row_map,
-                        int rows, int n, float eps, bool write_back, float* y, void* y16, cudaStream_t stream);
+// The GEMM path's bf16 inputs and fp32 outputs (forward.cpp). Plain: a matmul input of `rows` rows is their bf16
+// rounding, [rows][k]. Split: rows [rows, 2 rows) follow with the bf16 remainders (x - hi), so one GEMM of
+// 2 rows columns reads the weights once and gives hi and remainder products, [2 rows][n], which the
+// consumer adds (its `*_rem` input: the remainder half of the output, indexed like the first).
+struct Bf16Out {
+  void* p = nullptr;   // null: no bf16 copy
+  bool split = false;  // also write the remainders after the launch's rows
+};
+
+// For output row i with source row s = row_map ? row_map[i] : i: v = x[s] + ((delta[s] + delta_rem[s]) +
+// bias) (delta, delta_rem and bias optional), x[s] = v when write_back, y[i] = weight * (v * rsqrt-free
+// 1/sqrt(mean(v^2) + eps)) and, when y16.p is set, its bf16 form (Bf16Out). The residual add is fused into the
+// norm so the residual stream makes one trip through memory per sub-layer.
+void launch_add_rmsnorm(float* x, const float* delta, const float* delta_rem, const float* bias, const float* weight,
+                        const int* row_map, int rows, int n, float eps, bool write_back, float* y, Bf16Out y16,
+                        cudaStream_t stream);
+
+// y[i] += b[i] for i < n: the split GEMM's logits (hi products plus remainder products).
+void launch_add(float* y, const float* b, size_t n, cudaStream_t stream);
 
 // The paged KV arena: k and v each [layer][cell][kv_dim] fp32, cell = block * block_size + offset. Position
 // pos of slot s lives in cell block_table[s * table_stride + pos / block_size] * block_size + pos % block_size
@@ -39,6 +52,7 @@ struct KvLayout {
 
 struct QkvRopeParams {
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  const float* qkv_rem = nullptr; // the split GEMM's remainder products, added first (Bf16Out), or null
   const float* bias = nullptr;    // [q_dim + 2 kv_dim] or null (Qwen2)
   const float* q_norm = nullptr;  // [head_dim] or null (Qwen3)
   const float* k_norm = nullptr;
@@ -80,7 +94,7 @@ struct AttentionParams {
   float* part_acc = nullptr;        // [rows][n_heads][max_splits][head_dim]
   float* part_ml = nullptr;         // [rows][n_heads][max_splits][2]
   float* out = nullptr;             // [rows][n_heads * head_dim]
-  void* out16 = nullptr;            // optional bf16 copy
+  Bf16Out out16;                    // optional bf16 copy (rows rows)
 };
 
 size_t attention_smem_bytes(int head_dim);
@@ -101,8 +115,9 @@ bool flash_attention_supports(int head_dim);
 void configure_flash_attention(int head_dim);
 void launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
 
-// act[r][i] = silu(gate) * up with gu rows [gate | up]; act16 optional bf16 copy.
-void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream);
+// act[r][i] = silu(gate) * up with gu rows [gate | up] (plus gu_rem's when set, Bf16Out); act16 optional bf16 form.
+void launch_swiglu(const float* gu, const float* gu_rem, int rows, int ff, float* act, Bf16Out act16,
+                   cudaStream_t stream);
 
 // y[r][j] = sum_i w[j][i] * x[r][i] for r < rows, j < n (x rows of k floats, y rows of n floats). The skinny
 // kernel (matvec.cu): bf16 weights on the tensor cores, read once per 16 rows, the activations split into two

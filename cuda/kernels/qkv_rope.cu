@@ -28,7 +28,11 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ 
   const bool is_q = h < p.n_heads, is_k = !is_q && h < p.n_heads + p.n_kv_heads;
   const int offset = is_q ? h * hd : is_k ? q_dim + (h - p.n_heads) * hd : q_dim + kv_dim + (h - p.n_heads - p.n_kv_heads) * hd;
   float* x = qkv + size_t(r) * qkv_dim + offset;
-  for (int d = threadIdx.x; d < hd; d += kThreads) head[d] = p.bias ? __fadd_rn(x[d], p.bias[offset + d]) : x[d];
+  const float* xr = p.qkv_rem ? p.qkv_rem + size_t(r) * qkv_dim + offset : nullptr;
+  for (int d = threadIdx.x; d < hd; d += kThreads) {
+    const float v = xr ? __fadd_rn(x[d], xr[d]) : x[d];
+    head[d] = p.bias ? __fadd_rn(v, p.bias[offset + d]) : v;
+  }
   __syncthreads();
   const int pos = p.pos[r];
   const int slot = p.slot[r];

@@ -84,9 +84,10 @@ __device__ __forceinline__ float inv_rms(float ss, float* warp_sums, int n, floa
 // A thread's groups: g = threadIdx.x + k * blockDim.x for k < kG (those below n / 4, rounded up).
 template <bool kVec, int kG>
 __global__ void __launch_bounds__(kMaxThreads)
-    add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ delta, const float* __restrict__ bias,
-                       const float* __restrict__ weight, const int* __restrict__ row_map, int n, float eps,
-                       bool write_back, float* __restrict__ y, __nv_bfloat16* __restrict__ y16) {
+    add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ delta, const float* __restrict__ delta_rem,
+                       const float* __restrict__ bias, const float* __restrict__ weight,
+                       const int* __restrict__ row_map, int n, float eps, bool write_back, float* __restrict__ y,
+                       __nv_bfloat16* __restrict__ y16, size_t rem_off) {
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float warp_sums[kMaxThreads / 32];
@@ -108,6 +109,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int src = row_map ? row_map[i_out] : i_out;
   float* xr = x + size_t(src) * n;
   const float* dr = delta ? delta + size_t(src) * n : nullptr;
+  const float* drr = delta_rem ? delta_rem + size_t(src) * n : nullptr;
   Row4 v[kG];
 #pragma unroll
   for (int k = 0; k < kG; ++k) {
@@ -116,6 +118,11 @@ __global__ void __launch_bounds__(kMaxThreads)
       v[k] = load4<kVec>(xr, 4 * g, n);
       if (dr) {
         Row4 d = load4<kVec>(dr, 4 * g, n);
+        if (drr) {
+          const Row4 e = load4<kVec>(drr, 4 * g, n);
+#pragma unroll
+          for (int c = 0; c < 4; ++c) d.v[c] = __fadd_rn(d.v[c], e.v[c]);
+        }
         if (bias) {
           const Row4 b = load4<kVec>(bias, 4 * g, n);
 #pragma unroll
@@ -152,16 +159,12 @@ __global__ void __launch_bounds__(kMaxThreads)
       store4<kVec>(yr, 4 * g, n, o);
       if (y16r) {
         if (kVec) {
-          const __nv_bfloat162 lo = __floats2bfloat162_rn(o.v[0], o.v[1]);
-          const __nv_bfloat162 hi = __floats2bfloat162_rn(o.v[2], o.v[3]);
-          uint2 u;
-          u.x = *reinterpret_cast<const uint32_t*>(&lo);
-          u.y = *reinterpret_cast<const uint32_t*>(&hi);
-          *reinterpret_cast<uint2*>(y16r + 4 * g) = u;
+          store_bf16x2_split(y16r + 4 * g, rem_off, o.v[0], o.v[1]);
+          store_bf16x2_split(y16r + 4 * g + 2, rem_off, o.v[2], o.v[3]);
         } else {
 #pragma unroll
           for (int c = 0; c < 4; ++c)
-            if (4 * g + c < n) y16r[4 * g + c] = to_bf16(o.v[c]);
+            if (4 * g + c < n) store_bf16_split(y16r + 4 * g + c, rem_off, o.v[c]);
         }
       }
     }
@@ -169,12 +172,11 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 // Rows longer than kMaxGroups groups per thread: the same ownership and order with a second pass over memory.
-__global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_long(float* __restrict__ x, const float* __restrict__ delta,
-                                                                const float* __restrict__ bias,
-                                                                const float* __restrict__ weight,
-                                                                const int* __restrict__ row_map, int n, float eps,
-                                                                bool write_back, float* __restrict__ y,
-                                                                __nv_bfloat16* __restrict__ y16) {
+__global__ void __launch_bounds__(kMaxThreads)
+    add_rmsnorm_long(float* __restrict__ x, const float* __restrict__ delta, const float* __restrict__ delta_rem,
+                     const float* __restrict__ bias, const float* __restrict__ weight,
+                     const int* __restrict__ row_map, int n, float eps, bool write_back, float* __restrict__ y,
+                     __nv_bfloat16* __restrict__ y16, size_t rem_off) {
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float warp_sums[kMaxThreads / 32];
@@ -184,13 +186,19 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_long(float* __restric
   const int src = row_map ? row_map[i_out] : i_out;
   float* xr = x + size_t(src) * n;
   const float* dr = delta ? delta + size_t(src) * n : nullptr;
+  const float* drr = delta_rem ? delta_rem + size_t(src) * n : nullptr;
+  // The residual's update, as the register kernel forms it: (delta + delta_rem) + bias.
+  auto upd = [&](int i) {
+    const float d = drr ? __fadd_rn(dr[i], drr[i]) : dr[i];
+    return bias ? __fadd_rn(d, bias[i]) : d;
+  };
   float ss = 0.0f;
   for (int g = threadIdx.x; g < ng; g += T) {
     for (int c = 0; c < 4; ++c) {
       const int i = 4 * g + c;
       if (i >= n) break;
       float v = xr[i];
-      if (dr) v = __fadd_rn(v, bias ? __fadd_rn(dr[i], bias[i]) : dr[i]);
+      if (dr) v = __fadd_rn(v, upd(i));
       if (write_back && dr) xr[i] = v;
       ss = __fmaf_rn(v, v, ss);
     }
@@ -202,10 +210,10 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_long(float* __restric
       const int i = 4 * g + c;
       if (i >= n) break;
       float v = xr[i];  // this thread's own write above when write_back
-      if (dr && !write_back) v = __fadd_rn(v, bias ? __fadd_rn(dr[i], bias[i]) : dr[i]);
+      if (dr && !write_back) v = __fadd_rn(v, upd(i));
       const float o = __fmul_rn(weight[i], __fmul_rn(v, inv));
       yr[i] = o;
-      if (y16) y16[size_t(i_out) * n + i] = to_bf16(o);
+      if (y16) store_bf16_split(y16 + size_t(i_out) * n + i, rem_off, o);
     }
   }
 }
@@ -213,42 +221,46 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_long(float* __restric
 bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
 
 template <bool kVec>
-void launch_sized(int kg, dim3 grid, int threads, cudaStream_t stream, float* x, const float* delta, const float* bias,
-                  const float* weight, const int* row_map, int n, float eps, bool write_back, float* y,
-                  __nv_bfloat16* y16) {
+void launch_sized(int kg, dim3 grid, int threads, cudaStream_t stream, float* x, const float* delta,
+                  const float* delta_rem, const float* bias, const float* weight, const int* row_map, int n, float eps,
+                  bool write_back, float* y, __nv_bfloat16* y16, size_t rem_off) {
+  auto go = [&](auto kernel) {
+    launch_kernel(kernel, grid, threads, 0, stream, x, delta, delta_rem, bias, weight, row_map, n, eps, write_back, y,
+                  y16, rem_off);
+  };
   if (kg <= 1)
-    launch_kernel(add_rmsnorm_kernel<kVec, 1>, grid, threads, 0, stream, x, delta, bias, weight, row_map, n, eps,
-                  write_back, y, y16);
+    go(add_rmsnorm_kernel<kVec, 1>);
   else if (kg <= 2)
-    launch_kernel(add_rmsnorm_kernel<kVec, 2>, grid, threads, 0, stream, x, delta, bias, weight, row_map, n, eps,
-                  write_back, y, y16);
+    go(add_rmsnorm_kernel<kVec, 2>);
   else if (kg <= 4)
-    launch_kernel(add_rmsnorm_kernel<kVec, 4>, grid, threads, 0, stream, x, delta, bias, weight, row_map, n, eps,
-                  write_back, y, y16);
+    go(add_rmsnorm_kernel<kVec, 4>);
   else
-    launch_kernel(add_rmsnorm_kernel<kVec, kMaxGroups>, grid, threads, 0, stream, x, delta, bias, weight, row_map, n,
-                  eps, write_back, y, y16);
+    go(add_rmsnorm_kernel<kVec, kMaxGroups>);
 }
 
 }  // namespace
 
-void launch_add_rmsnorm(float* x, const float* delta, const float* bias, const float* weight, const int* row_map,
-                        int rows, int n, float eps, bool write_back, float* y, void* y16, cudaStream_t stream) {
+void launch_add_rmsnorm(float* x, const float* delta, const float* delta_rem, const float* bias, const float* weight,
+                        const int* row_map, int rows, int n, float eps, bool write_back, float* y, Bf16Out y16,
+                        cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return;
   const int threads = threads_for(n);
   const int kg = (groups_of(n) + threads - 1) / threads;  // groups per thread
-  __nv_bfloat16* y16b = static_cast<__nv_bfloat16*>(y16);
+  __nv_bfloat16* y16b = static_cast<__nv_bfloat16*>(y16.p);
+  const size_t rem_off = y16.split ? size_t(rows) * size_t(n) : 0;
   if (kg > kMaxGroups) {
-    launch_kernel(add_rmsnorm_long, rows, threads, 0, stream, x, delta, bias, weight, row_map, n, eps, write_back, y,
-                  y16b);
+    launch_kernel(add_rmsnorm_long, rows, threads, 0, stream, x, delta, delta_rem, bias, weight, row_map, n, eps,
+                  write_back, y, y16b, rem_off);
   } else {
     // 16-byte loads need every row on 16 bytes; the scalar loads read the same elements in the same order.
-    const bool vec = n % 4 == 0 && aligned(x, 16) && aligned(delta, 16) && aligned(bias, 16) && aligned(weight, 16) &&
-                     aligned(y, 16) && aligned(y16, 8);
+    const bool vec = n % 4 == 0 && aligned(x, 16) && aligned(delta, 16) && aligned(delta_rem, 16) &&
+                     aligned(bias, 16) && aligned(weight, 16) && aligned(y, 16) && aligned(y16b, 8);
     if (vec)
-      launch_sized<true>(kg, rows, threads, stream, x, delta, bias, weight, row_map, n, eps, write_back, y, y16b);
+      launch_sized<true>(kg, rows, threads, stream, x, delta, delta_rem, bias, weight, row_map, n, eps, write_back, y,
+                         y16b, rem_off);
     else
-      launch_sized<false>(kg, rows, threads, stream, x, delta, bias, weight, row_map, n, eps, write_back, y, y16b);
+      launch_sized<false>(kg, rows, threads, stream, x, delta, delta_rem, bias, weight, row_map, n, eps, write_back,
+                          y, y16b, rem_off);
   }
   STRATA_CUDA_CHECK_LAUNCH();
 }

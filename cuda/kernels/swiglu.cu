@@ -1,6 +1,8 @@
 // SwiGLU between the MLP's two matmuls: act = gate / (1 + exp(-gate)) * up, rounded step by step as the CPU
-// backend computes it (silu first, then the product).
+// backend computes it (silu first, then the product). Also the split GEMM's logits add (launch_add).
 #include <cuda_bf16.h>
+
+#include <algorithm>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
@@ -11,26 +13,47 @@ namespace strata {
 namespace cuda {
 namespace {
 
-__global__ void swiglu_kernel(const float* __restrict__ gu, int ff, float* __restrict__ act,
-                              __nv_bfloat16* __restrict__ act16) {
+__global__ void swiglu_kernel(const float* __restrict__ gu, const float* __restrict__ gu_rem, int ff,
+                              float* __restrict__ act, __nv_bfloat16* __restrict__ act16, size_t rem_off) {
   pdl_wait();
   pdl_launch_dependents();
   const int r = blockIdx.y;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= ff) return;
-  const float g = gu[size_t(r) * 2 * ff + i], u = gu[size_t(r) * 2 * ff + ff + i];
+  const size_t gi = size_t(r) * 2 * ff + i;
+  float g = gu[gi], u = gu[gi + ff];
+  if (gu_rem) {
+    g = __fadd_rn(g, gu_rem[gi]);
+    u = __fadd_rn(u, gu_rem[gi + ff]);
+  }
   const float s = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
   const float a = __fmul_rn(s, u);
   act[size_t(r) * ff + i] = a;
-  if (act16) act16[size_t(r) * ff + i] = to_bf16(a);
+  if (act16) store_bf16_split(act16 + size_t(r) * ff + i, rem_off, a);
+}
+
+__global__ void add_kernel(float* __restrict__ y, const float* __restrict__ b, size_t n) {
+  pdl_wait();
+  pdl_launch_dependents();
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    y[i] = __fadd_rn(y[i], b[i]);
 }
 
 }  // namespace
 
-void launch_swiglu(const float* gu, int rows, int ff, float* act, void* act16, cudaStream_t stream) {
+void launch_swiglu(const float* gu, const float* gu_rem, int rows, int ff, float* act, Bf16Out act16,
+                   cudaStream_t stream) {
   if (rows <= 0) return;
   const dim3 grid((ff + 255) / 256, rows);
-  launch_kernel(swiglu_kernel, grid, 256, 0, stream, gu, ff, act, static_cast<__nv_bfloat16*>(act16));
+  launch_kernel(swiglu_kernel, grid, 256, 0, stream, gu, gu_rem, ff, act, static_cast<__nv_bfloat16*>(act16.p),
+                act16.split ? size_t(rows) * size_t(ff) : size_t(0));
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+void launch_add(float* y, const float* b, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  const size_t blocks = std::min<size_t>((n + 255) / 256, 1024);
+  launch_kernel(add_kernel, dim3(unsigned(blocks)), 256, 0, stream, y, b, n);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

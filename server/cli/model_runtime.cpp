@@ -60,14 +60,15 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     CudaBackendOptions opts = pool_options<CudaBackendOptions>(shape);
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
-    // Single rows take the skinny kernel. With speculation on, so do windows of up to 16 rows (a verify window
-    // must give each row the bits of plain decoding); without it, windows of 2+ rows take cuBLAS, which reads
-    // the weights faster from 2 rows on (docs/PERFORMANCE.md). --batch-invariant puts every window on the
+    // With speculation on, windows of up to 16 rows take the skinny kernel (a verify window must give each row
+    // the bits of plain decoding, so single rows take it too); without it, every window takes cuBLAS, which
+    // reads the weights faster at every row count (docs/PERFORMANCE.md), with split activations up to 16 rows
+    // (CudaBackendOptions) so decode keeps near-fp32 products. --batch-invariant puts every window on the
     // fixed-order kernels.
     opts.max_output_rows = 256;
     opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max()
                          : shape.exact_verify  ? kServerGemmMinRows
-                                               : 2;
+                                               : 1;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #else

@@ -44,5 +44,15 @@ inline uint16_t bf16_rn(float f) {
   return uint16_t(u >> 16);
 }
 
+inline float bf16_value(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The split-activation GEMM's pair for v (Bf16Out): hi = bf16(v), then the remainder's rounding bf16(v - hi).
+inline uint16_t bf16_rem(float v) { return bf16_rn(v - bf16_value(bf16_rn(v))); }
+
 }  // namespace cuda_test
 }  // namespace strata

@@ -26,6 +26,7 @@ using namespace strata::cuda;
 namespace {
 
 using cuda_test::bf16_rn;
+using cuda_test::bf16_rem;
 using cuda_test::Dev;
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
@@ -125,13 +126,14 @@ class AttnFixture {
 
   struct Out {
     std::vector<float> out;       // [rows][q_dim]
-    std::vector<uint16_t> out16;  // its bf16 copy
+    std::vector<uint16_t> out16;  // its bf16 copy; split: then the remainders' rows (Bf16Out)
     bool pad_untouched = true;    // rows past the window stay as they were
   };
 
   // Runs launch_attention on `w`. extra_splits: grid splits beyond what the largest position needs (a graph
-  // captured for longer windows); extra_tiles: grid tiles beyond the window's.
-  Out run(const AttnWindow& w, int extra_splits = 0, int extra_tiles = 0) const {
+  // captured for longer windows); extra_tiles: grid tiles beyond the window's; split: the bf16 copy in the split
+  // GEMM's form.
+  Out run(const AttnWindow& w, int extra_splits = 0, int extra_tiles = 0, bool split = false) const {
     const int rows = int(w.rows.size()), n_tiles = int(w.tile_first.size());
     const int pad_rows = 3;
     std::vector<float> qkv(size_t(rows) * stride, 0.0f);
@@ -164,11 +166,11 @@ class AttnFixture {
     d_nt.put({n_tiles});
     Dev<float> part_acc(size_t(rows) * sh.n_heads * max_splits * hd),
         part_ml(size_t(rows) * sh.n_heads * max_splits * 2);
-    const size_t out_n = size_t(rows + pad_rows) * q_dim;
+    const size_t out_n = size_t(rows + pad_rows) * q_dim, out16_n = out_n + (split ? size_t(rows) * q_dim : 0);
     Dev<float> out(out_n);
-    Dev<uint16_t> out16(out_n);
+    Dev<uint16_t> out16(out16_n);
     out.put(std::vector<float>(out_n, NAN));
-    out16.put(std::vector<uint16_t>(out_n, 0x7fc1));
+    out16.put(std::vector<uint16_t>(out16_n, 0x7fc1));
 
     AttentionParams ap;
     ap.qkv = d_qkv.p;
@@ -196,7 +198,7 @@ class AttnFixture {
     ap.part_acc = part_acc.p;
     ap.part_ml = part_ml.p;
     ap.out = out.p;
-    ap.out16 = out16.p;
+    ap.out16 = Bf16Out{out16.p, split};
     launch_attention(ap, nullptr);
     CU(cudaDeviceSynchronize());
     CU(cudaGetLastError());
@@ -206,9 +208,12 @@ class AttnFixture {
     const std::vector<uint16_t> o16 = out16.get();
     const size_t n = size_t(rows) * q_dim;
     res.out.assign(o.begin(), o.begin() + std::ptrdiff_t(n));
-    res.out16.assign(o16.begin(), o16.begin() + std::ptrdiff_t(n));
+    const size_t n16 = split ? 2 * n : n;
+    res.out16.assign(o16.begin(), o16.begin() + std::ptrdiff_t(n16));
     for (size_t i = n; i < out_n; ++i)
-      if (!std::isnan(o[i]) || o16[i] != 0x7fc1) res.pad_untouched = false;
+      if (!std::isnan(o[i])) res.pad_untouched = false;
+    for (size_t i = n16; i < out16_n; ++i)
+      if (o16[i] != 0x7fc1) res.pad_untouched = false;
     return res;
   }
 
@@ -230,13 +235,19 @@ class AttnFixture {
 };
 
 // Every row of `w` within 1e-4 of the reference (relative to the row's largest value, at least 1); the bf16
-// copy is the fp32 output rounded; rows past the window untouched.
+// copy is the fp32 output rounded, and its split form that plus the remainders; rows past the window untouched.
 void check_reference(const AttnFixture& f, const AttnWindow& w, int extra_splits = 0) {
   const AttnFixture::Out got = f.run(w, extra_splits, 2);
   CHECK(got.pad_untouched);
+  const AttnFixture::Out split = f.run(w, extra_splits, 2, true);
+  CHECK(split.pad_untouched);
+  CHECK(same_bits(split.out.data(), got.out.data(), got.out.size()));
   size_t bad16 = 0;
-  for (size_t i = 0; i < got.out.size(); ++i)
+  const size_t n = got.out.size();
+  for (size_t i = 0; i < n; ++i) {
     if (got.out16[i] != bf16_rn(got.out[i])) ++bad16;
+    if (split.out16[i] != bf16_rn(got.out[i]) || split.out16[n + i] != bf16_rem(got.out[i])) ++bad16;
+  }
   CHECK(bad16 == 0);
   for (size_t i = 0; i < w.rows.size(); ++i) {
     const RowAt& r = w.rows[i];
@@ -386,6 +397,7 @@ namespace {
 struct NormCase {
   int n, rows;
   bool delta, bias, write_back, y16, row_map;
+  bool split = false;  // delta_rem added, and the bf16 output split into hi and remainder rows (Bf16Out)
   int offset = 0;  // floats by which every buffer is shifted (1: no 16-byte loads)
 };
 
@@ -395,7 +407,7 @@ struct NormOut {
 };
 
 struct NormInputs {
-  std::vector<float> x, delta, bias, weight;
+  std::vector<float> x, delta, delta_rem, bias, weight;
   std::vector<int> map;
 };
 
@@ -405,10 +417,12 @@ NormInputs norm_inputs(int n, int rows, unsigned seed) {
   NormInputs in;
   in.x.resize(size_t(rows) * n);
   in.delta.resize(size_t(rows) * n);
+  in.delta_rem.resize(size_t(rows) * n);
   in.bias.resize(size_t(n));
   in.weight.resize(size_t(n));
   for (float& v : in.x) v = nd(rng) * 3.0f;
   for (float& v : in.delta) v = nd(rng);
+  for (float& v : in.delta_rem) v = nd(rng) * 1e-3f;
   for (float& v : in.bias) v = nd(rng) * 0.1f;
   for (float& v : in.weight) v = 1.0f + nd(rng) * 0.2f;
   for (int i = 0; i < rows; ++i) in.map.push_back((i * 37 + 11) % rows);
@@ -417,24 +431,27 @@ NormInputs norm_inputs(int n, int rows, unsigned seed) {
 
 NormOut run_norm(const NormCase& c, const NormInputs& in, float eps) {
   const size_t off = size_t(c.offset), xn = size_t(c.rows) * c.n;
-  Dev<float> x(xn + off), delta(xn + off), bias(size_t(c.n) + off), weight(size_t(c.n) + off), y(xn + off);
-  Dev<uint16_t> y16(xn + off);
+  Dev<float> x(xn + off), delta(xn + off), drem(xn + off), bias(size_t(c.n) + off), weight(size_t(c.n) + off),
+      y(xn + off);
+  Dev<uint16_t> y16(2 * xn + off);
   Dev<int> map{size_t(c.rows)};
   x.put(in.x, off);
   delta.put(in.delta, off);
+  drem.put(in.delta_rem, off);
   bias.put(in.bias, off);
   weight.put(in.weight, off);
   map.put(in.map);
   y.put(std::vector<float>(xn + off, NAN));
-  launch_add_rmsnorm(x.p + off, c.delta ? delta.p + off : nullptr, c.bias ? bias.p + off : nullptr, weight.p + off,
-                     c.row_map ? map.p : nullptr, c.rows, c.n, eps, c.write_back, y.p + off,
-                     c.y16 ? static_cast<void*>(y16.p + off) : nullptr, nullptr);
+  launch_add_rmsnorm(x.p + off, c.delta ? delta.p + off : nullptr, c.split ? drem.p + off : nullptr,
+                     c.bias ? bias.p + off : nullptr, weight.p + off, c.row_map ? map.p : nullptr, c.rows, c.n, eps,
+                     c.write_back, y.p + off, Bf16Out{c.y16 ? static_cast<void*>(y16.p + off) : nullptr, c.split},
+                     nullptr);
   CU(cudaDeviceSynchronize());
   CU(cudaGetLastError());
   NormOut o;
   o.x = x.get(off);
   o.y = y.get(off);
-  if (c.y16) o.y16 = y16.get(off);
+  if (c.y16) o.y16 = y16.get(off, c.split ? 2 * xn : xn);
   return o;
 }
 
@@ -448,8 +465,10 @@ TEST_CASE("add_rmsnorm matches a host reference and keeps the row's bits alone a
   for (int n : {18, 48, 64, 896, 2048, 3072, 4096, 5001, 8192, 16384, 20000}) {
     const int rows = 64;
     const NormInputs in = norm_inputs(n, rows, unsigned(n));
-    for (int variant = 0; variant < 6; ++variant) {
-      NormCase c{n, rows, variant != 0, variant >= 2, variant == 2 || variant == 4, variant >= 3, variant == 5};
+    for (int variant = 0; variant < 8; ++variant) {
+      // 6, 7: the split GEMM's form (delta_rem in, hi and remainder rows out), 7 with write-back and a row map.
+      NormCase c{n, rows, variant != 0, variant >= 2, variant == 2 || variant == 4 || variant == 7, variant >= 3,
+                 variant == 5 || variant == 7, variant >= 6};
       INFO("n " << n << ", variant " << variant);
       const NormOut got = run_norm(c, in, eps);
       // The host reference: v rounded as the kernel rounds it, the norm in double.
@@ -461,7 +480,8 @@ TEST_CASE("add_rmsnorm matches a host reference and keeps the row's bits alone a
         double ss = 0.0;
         for (int j = 0; j < n; ++j) {
           float x = in.x[size_t(s) * n + j];
-          const float d = in.delta[size_t(s) * n + j];
+          float d = in.delta[size_t(s) * n + j];
+          if (c.split) d = d + in.delta_rem[size_t(s) * n + j];
           if (c.delta) x = x + (c.bias ? d + in.bias[size_t(j)] : d);
           v[size_t(j)] = x;
           ss += double(x) * double(x);
@@ -474,6 +494,7 @@ TEST_CASE("add_rmsnorm matches a host reference and keeps the row's bits alone a
           worst = std::max(worst, float(rel));
           if (!(rel <= 1e-6)) ++bad;
           if (c.y16 && got.y16[size_t(i) * n + j] != bf16_rn(g)) ++bad16;
+          if (c.split && got.y16[size_t(rows + i) * n + j] != bf16_rem(g)) ++bad16;
           const float want_x = c.write_back && c.delta ? v[size_t(j)] : in.x[size_t(s) * n + j];
           if (std::memcmp(&got.x[size_t(s) * n + j], &want_x, 4) != 0) ++bad_x;
         }
@@ -488,15 +509,16 @@ TEST_CASE("add_rmsnorm matches a host reference and keeps the row's bits alone a
       if (!c.write_back) {
         for (int k : {0, 13, 63}) {
           const size_t xn = size_t(rows) * n;
-          Dev<float> x(xn), delta(xn), bias{size_t(n)}, weight{size_t(n)}, y{size_t(n)};
+          Dev<float> x(xn), delta(xn), drem(xn), bias{size_t(n)}, weight{size_t(n)}, y{size_t(n)};
           Dev<int> map(1);
           x.put(in.x);
           delta.put(in.delta);
+          drem.put(in.delta_rem);
           bias.put(in.bias);
           weight.put(in.weight);
           map.put({c.row_map ? in.map[size_t(k)] : k});
-          launch_add_rmsnorm(x.p, c.delta ? delta.p : nullptr, c.bias ? bias.p : nullptr, weight.p, map.p, 1, n, eps,
-                             false, y.p, nullptr, nullptr);
+          launch_add_rmsnorm(x.p, c.delta ? delta.p : nullptr, c.split ? drem.p : nullptr, c.bias ? bias.p : nullptr,
+                             weight.p, map.p, 1, n, eps, false, y.p, Bf16Out{}, nullptr);
           CU(cudaDeviceSynchronize());
           const std::vector<float> y1 = y.get();
           INFO("row " << k << " alone");
@@ -596,11 +618,12 @@ TEST_CASE("attention and add_rmsnorm decode-shape speed (printed, not asserted)"
       x.put(std::vector<float>(xn, 1.0f));
       delta.put(std::vector<float>(xn, 0.0f));
       weight.put(std::vector<float>(size_t(n), 1.0f));
-      launch_add_rmsnorm(x.p, delta.p, nullptr, weight.p, nullptr, rows, n, 1e-5f, true, y.p, nullptr, nullptr);
+      launch_add_rmsnorm(x.p, delta.p, nullptr, nullptr, weight.p, nullptr, rows, n, 1e-5f, true, y.p, Bf16Out{}, nullptr);
       CU(cudaDeviceSynchronize());
       CU(cudaEventRecord(e0));
       for (int i = 0; i < iters; ++i)
-        launch_add_rmsnorm(x.p, delta.p, nullptr, weight.p, nullptr, rows, n, 1e-5f, true, y.p, nullptr, nullptr);
+        launch_add_rmsnorm(x.p, delta.p, nullptr, nullptr, weight.p, nullptr, rows, n, 1e-5f, true, y.p, Bf16Out{},
+                           nullptr);
       CU(cudaEventRecord(e1));
       CU(cudaEventSynchronize(e1));
       float ms = 0.0f;

@@ -24,6 +24,7 @@ using namespace strata::cuda;
 namespace {
 
 using cuda_test::bf16_rn;
+using cuda_test::bf16_rem;
 using cuda_test::Dev;
 
 struct Segment {
@@ -96,11 +97,13 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
   Dev<float> part_acc(size_t(rows) * sh.n_heads * max_splits * hd), part_ml(size_t(rows) * sh.n_heads * max_splits * 2);
   const size_t out_n = size_t(rows + pad_rows) * q_dim;
   Dev<float> ref(out_n), got(out_n);
-  Dev<uint16_t> got16(out_n);
+  // The bf16 copy in the split GEMM's form (Bf16Out): the window's rows rounded, then their remainders.
+  const size_t out16_n = out_n + size_t(rows) * q_dim;
+  Dev<uint16_t> got16(out16_n);
   const std::vector<float> nan_fill(out_n, NAN);
   ref.put(nan_fill);
   got.put(nan_fill);
-  got16.put(std::vector<uint16_t>(out_n, 0x7fc1));
+  got16.put(std::vector<uint16_t>(out16_n, 0x7fc1));
 
   AttentionParams ap;
   ap.qkv = d_qkv.p;
@@ -147,7 +150,7 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
   fp.part_acc = nullptr;  // the flash kernel needs no split partials
   fp.part_ml = nullptr;
   fp.out = got.p;
-  fp.out16 = got16.p;
+  fp.out16 = Bf16Out{got16.p, true};
   launch_flash_attention(fp, nullptr);
   CU(cudaDeviceSynchronize());
   if (timing_iters > 0) {
@@ -169,10 +172,12 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
     res.max_ref = std::max(res.max_ref, std::fabs(r[i]));
     const float d = std::fabs(g[i] - r[i]);
     if (!(d <= res.max_err)) res.max_err = std::isnan(d) ? INFINITY : std::max(res.max_err, d);
-    if (g16[i] != bf16_rn(g[i])) ++res.out16_mismatches;
+    if (g16[i] != bf16_rn(g[i]) || g16[n + i] != bf16_rem(g[i])) ++res.out16_mismatches;
   }
   for (size_t i = n; i < out_n; ++i)
-    if (!std::isnan(g[i]) || g16[i] != 0x7fc1) res.pad_untouched = false;
+    if (!std::isnan(g[i])) res.pad_untouched = false;
+  for (size_t i = 2 * n; i < out16_n; ++i)
+    if (g16[i] != 0x7fc1) res.pad_untouched = false;
   return res;
 }
 

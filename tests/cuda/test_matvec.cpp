@@ -60,7 +60,7 @@ TEST_CASE("the fused gate/up + SwiGLU skinny kernel gives the bits of matvec the
       DeviceBuffer gu(size_t(rows) * 2 * ff * 4, "gu"), act(size_t(rows) * ff * 4, "act"),
           fused(size_t(rows) * ff * 4, "fused");
       launch_matvec(w.get(), t, 2 * ff, k, dx.get<float>(), rows, gu.get<float>(), st);
-      launch_swiglu(gu.get<float>(), rows, ff, act.get<float>(), nullptr, st);
+      launch_swiglu(gu.get<float>(), nullptr, rows, ff, act.get<float>(), Bf16Out{}, st);
       launch_matvec_swiglu(w.get(), t, ff, k, dx.get<float>(), rows, fused.get<float>(), st);
       REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
       const std::vector<float> a = download(act, size_t(rows) * ff), b = download(fused, size_t(rows) * ff);
