@@ -13,6 +13,7 @@ namespace strata {
 
 enum class Device { Auto, Cpu, Cuda };
 enum class SpecMode { Off, Ngram, Draft };
+enum class KvDType { Auto, F32, BF16 };  // auto: f32 (server/cli/model_runtime.cpp says why)
 
 const char* device_name(Device d);        // "auto", "cpu", "cuda"
 const char* spec_mode_name(SpecMode m);   // "off", "ngram", "draft"
@@ -35,6 +36,7 @@ struct BackendOptions {
   int kv_block_size = 16;           // positions per paged KV block (CPU)
   int kv_cache_blocks = 0;          // paged KV blocks (CPU); 0 = from kv_cache_gb, else max_slots full contexts
   bool batch_invariant = false;     // CUDA: every window through the fixed-order kernels (exact, slower batches)
+  KvDType kv_cache_dtype = KvDType::Auto;
 };
 constexpr int kDefaultCtxCap = 4096;
 

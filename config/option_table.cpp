@@ -198,6 +198,11 @@ std::vector<OptionSpec> make_table() {
                    "CUDA: run every window through the fixed-order kernels, so a request's tokens do not depend on "
                    "the other requests in its windows or on its prompt's chunking (batch windows get slower)",
                    kScopeModel, [](Config& c) -> bool& { return c.backend.batch_invariant; }));
+  t.push_back(choice<KvDType>("kv-cache-dtype", M,
+                              "What the KV cache stores: bf16 (half the memory, each K/V value rounded once) or f32; "
+                              "auto = f32",
+                              kScopeModel, [](Config& c) -> KvDType& { return c.backend.kv_cache_dtype; },
+                              {{"auto", KvDType::Auto}, {"f32", KvDType::F32}, {"bf16", KvDType::BF16}}));
   t.push_back(integer("kv-block-size", M, "Positions per paged KV block (CPU backend)", kScopeModel,
                       [](Config& c) -> int& { return c.backend.kv_block_size; }, 1, 4096));
   t.push_back(integer("kv-cache-blocks", M,

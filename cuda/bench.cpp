@@ -159,7 +159,7 @@ bool parse_int(const char* s, int min, int* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--profile]\n",
                name);
   return 2;
 }
@@ -172,6 +172,7 @@ int run_bench_command(int argc, char** argv) {
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
+  DType kv_dtype = DType::F32;
   std::vector<int> prefill = {512, 4096}, batches = {1};
   auto parse_list = [](const char* arg, std::vector<int>* out) {
     out->clear();
@@ -200,6 +201,11 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_int(argv[++i], 1, &gemm_min_rows)) return usage(name);
     } else if (!std::strcmp(argv[i], "--split-gemm-max-rows") && has_value) {
       if (!parse_int(argv[++i], 0, &split_gemm_max_rows)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--kv-cache-dtype") && has_value) {
+      const std::string v = argv[++i];
+      if (v == "bf16") kv_dtype = DType::BF16;
+      else if (v == "f32") kv_dtype = DType::F32;
+      else return usage(name);
     } else if (!std::strcmp(argv[i], "--device") && has_value) {
       if (!parse_int(argv[++i], 0, &device)) return usage(name);
     } else if (!std::strcmp(argv[i], "--prefill") && has_value) {
@@ -234,6 +240,7 @@ int run_bench_command(int argc, char** argv) {
     o.round_weights_to_bf16 = true;
     o.gemm_min_rows = gemm_min_rows > 0 ? gemm_min_rows : kServerGemmMinRows;
     if (split_gemm_max_rows >= 0) o.split_gemm_max_rows = split_gemm_max_rows;
+    o.kv_cache_dtype = kv_dtype;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
     const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;

@@ -116,6 +116,7 @@ struct CudaBackend::Impl {
   // The largest metadata block (window_meta.hpp): at most T tiles, R output rows.
   static size_t meta_words(size_t T, size_t R) { return 5 * T + R + 1 + size_t(cuda::kPickWords) * R; }
   int kv_dim() const { return cfg.num_kv_heads * cfg.head_dim; }
+  size_t kv_elem_bytes() const { return opts.kv_cache_dtype == DType::BF16 ? 2 : 4; }
 
   void check_options() {
     auto bad = [](const std::string& what) { throw Error("cuda backend: " + what); };
@@ -124,6 +125,11 @@ struct CudaBackend::Impl {
     if (opts.max_window_rows < 1) bad("max_window_rows must be >= 1, found " + std::to_string(opts.max_window_rows));
     if (opts.max_output_rows < 1) bad("max_output_rows must be >= 1, found " + std::to_string(opts.max_output_rows));
     if (opts.gemm_min_rows < 1) bad("gemm_min_rows must be >= 1, found " + std::to_string(opts.gemm_min_rows));
+    if (opts.kv_cache_dtype != DType::F32 && opts.kv_cache_dtype != DType::BF16)
+      bad(std::string("kv_cache_dtype must be f32 or bf16, found ") + dtype_name(opts.kv_cache_dtype));
+    if (opts.kv_cache_dtype == DType::BF16 && cfg.head_dim % 8 != 0)
+      bad("kv_cache_dtype bf16 needs head_dim to be a multiple of 8, found " + std::to_string(cfg.head_dim) +
+          " (use f32)");
     if (opts.split_gemm_max_rows < 0)
       bad("split_gemm_max_rows must be >= 0, found " + std::to_string(opts.split_gemm_max_rows));
     if (!(opts.kv_cache_gb >= 0.0) || std::isinf(opts.kv_cache_gb))
@@ -223,7 +229,7 @@ struct CudaBackend::Impl {
   void allocate_kv() {
     const int bs = opts.kv_block_size;
     table_stride = (opts.max_context + bs - 1) / bs;
-    const size_t per_block = size_t(cfg.num_layers) * size_t(bs) * size_t(kv_dim()) * 4 * 2;
+    const size_t per_block = size_t(cfg.num_layers) * size_t(bs) * size_t(kv_dim()) * kv_elem_bytes() * 2;
     const size_t full = size_t(opts.max_slots) * size_t(table_stride);  // every slot's whole context
     size_t free_b = 0, total_b = 0;
     STRATA_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -276,8 +282,9 @@ struct CudaBackend::Impl {
     mem.workspace_bytes += entries * 4;
     fwd.cfg = &cfg;
     fwd.w = &weights;
-    fwd.kv.k = kv_k.get<float>();
-    fwd.kv.v = kv_v.get<float>();
+    fwd.kv.k = kv_k.get();
+    fwd.kv.v = kv_v.get();
+    fwd.kv.type = opts.kv_cache_dtype == DType::BF16 ? cuda::KvType::BF16 : cuda::KvType::F32;
     fwd.kv.block_table = table_dev.get<int32_t>();
     fwd.kv.table_stride = table_stride;
     fwd.kv.block_size = bs;
@@ -293,19 +300,27 @@ struct CudaBackend::Impl {
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the
   // graph replays). Called after book.accept(), which has reserved every block the window's rows write. The
   // mirror is not rewritten while a copy from it may be pending: every window ends with a stream sync.
+  // One copy spans the window's slots' rows: the rows of other slots between them are copied unchanged (the
+  // device rows always equal the mirror's), and one copy of up to max_slots rows costs less than a copy per
+  // slot (each a few microseconds of API and DMA time: ~0.5 ms for a 128-slot decode window).
   void upload_tables(const Window& win) {
     int32_t* host = table_host.get<int32_t>();
     int32_t* dev = table_dev.get<int32_t>();
     std::vector<bool> done(size_t(opts.max_slots), false);
+    size_t lo = SIZE_MAX, hi = 0;
     for (const Row& r : win.rows) {
       if (done[size_t(r.slot)]) continue;
       done[size_t(r.slot)] = true;
       const std::vector<int32_t>& t = book.block_table(r.slot);
       const size_t off = size_t(r.slot) * size_t(table_stride);
       std::copy(t.begin(), t.end(), host + off);
-      if (!t.empty())
-        STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + off, host + off, t.size() * 4, cudaMemcpyHostToDevice, stream));
+      if (!t.empty()) {
+        lo = std::min(lo, off);
+        hi = std::max(hi, off + t.size());
+      }
     }
+    if (lo < hi)
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + lo, host + lo, (hi - lo) * 4, cudaMemcpyHostToDevice, stream));
   }
 
   void report_memory() {
@@ -314,9 +329,10 @@ struct CudaBackend::Impl {
     mem.weights_bytes = weights.bytes;
     mem.free_bytes = free_b;
     mem.total_bytes = total_b;
-    spdlog::info("cuda: memory weights {} ({}), KV pool {}, workspace {}, free {} of {}", gb(mem.weights_bytes),
-                 weights.type == cuda::WType::BF16 ? "bf16" : "fp32", gb(mem.kv_bytes), gb(mem.workspace_bytes),
-                 gb(free_b), gb(total_b));
+    spdlog::info("cuda: memory weights {} ({}), KV pool {} ({}), workspace {}, free {} of {}", gb(mem.weights_bytes),
+                 weights.type == cuda::WType::BF16 ? "bf16" : "fp32", gb(mem.kv_bytes),
+                 opts.kv_cache_dtype == DType::BF16 ? "bf16" : "fp32", gb(mem.workspace_bytes), gb(free_b),
+                 gb(total_b));
     const int64_t cells = int64_t(book.total_blocks()) * book.block_size();
     spdlog::info("cuda: KV pool {} blocks x {} positions = {} positions ({:.1f} full contexts of {}), prefix "
                  "caching {}",

@@ -6,7 +6,8 @@
 //   per-output reduction order depends only on the matrix shape, and attention splits a row's KV at fixed
 //   positions, so a row's logits are bit-identical alone, beside other slots' rows, or inside a prompt chunk
 //   or a verify window.
-// - Reference parity: fp32 activations, fp32 KV cache and fp32 accumulation; RoPE uses the CPU backend's
+// - Reference parity: fp32 activations and fp32 accumulation, K/V stored as kv_cache_dtype says (the CPU
+//   backend rounds them the same way); RoPE uses the CPU backend's
 //   cos/sin table bit for bit; picks follow engine/sampling: argmax and seeded top_k <= 64 draws on the
 //   device with the host's arithmetic, anything else (penalties, logit_bias, no top_k) on the host from the
 //   same logits, so greedy tokens match the CPU backend.
@@ -37,6 +38,10 @@ struct CudaBackendOptions {
   int kv_blocks = 0;
   int kv_block_size = 16;
   bool prefix_caching = true;
+  // What the KV arena stores: BF16 (half the memory and the attention kernels' bytes; each K/V value rounded
+  // once when stored) or F32 (exact). CpuBackendOptions has the same option, so parity checks compare like
+  // for like.
+  DType kv_cache_dtype = DType::F32;
   double kv_cache_gb = 0.0;     // > 0: the KV pool's size in GB (1e9 bytes)
   double gpu_memory_fraction = 0.0;  // > 0 (and kv_cache_gb == 0): KV takes what is left of this fraction of
                                      // the GPU's memory after weights and workspace; both 0: every slot's

@@ -103,12 +103,13 @@ bool alias_kv(int hd) {
 // rows j0 .. of dst. Each lane looks up its own position's cell (kv_row), the warp then copies whole rows with
 // consecutive lanes on consecutive 16-byte pieces. Scalar path (kVec false): 4-byte copies, zero padding.
 template <bool kVec>
-__device__ __forceinline__ void copy_rows(float4* dst, int stride4, const float* base, const AttentionParams& a,
+__device__ __forceinline__ void copy_rows(float4* dst, int stride4, const void* base, const AttentionParams& a,
                                           int slot, int s_begin, int j0, int nsp, size_t head_off, int hd4,
                                           int lane) {
   const int nrows = min(32, nsp - j0);
   if (nrows <= 0) return;  // warp-uniform
-  const float* mine = lane < nrows ? kv_row(base, a.kv, slot, s_begin + j0 + lane) + head_off : base;
+  const float* f0 = static_cast<const float*>(base);
+  const float* mine = lane < nrows ? kv_row<float>(base, a.kv, slot, s_begin + j0 + lane) + head_off : f0;
   const unsigned long long mine_u = reinterpret_cast<unsigned long long>(mine);
   if (kVec) {
     for (int i = 0; i < hd4; ++i) {  // 32 * hd4 pieces: the same trip count on every lane (warp-wide shuffle)
@@ -126,6 +127,32 @@ __device__ __forceinline__ void copy_rows(float4* dst, int stride4, const float*
         if (d < hd) cp_async4(f, src + d);
         else *f = 0.0f;
       }
+    }
+  }
+}
+
+// The same rows from a bf16 arena (head_dim a multiple of 8): 16-byte loads of 8 values through registers,
+// widened (exactly) into the fp32 rows the phases below read. Synchronous: the rows are in shared memory when
+// it returns, so the cp.async waits that follow have nothing of it to wait for.
+__device__ __forceinline__ void copy_rows_bf16(float4* dst, int stride4, const void* base, const AttentionParams& a,
+                                               int slot, int s_begin, int j0, int nsp, size_t head_off, int hd,
+                                               int lane) {
+  const int nrows = min(32, nsp - j0);
+  if (nrows <= 0) return;  // warp-uniform
+  const __nv_bfloat16* b0 = static_cast<const __nv_bfloat16*>(base);
+  const __nv_bfloat16* mine =
+      lane < nrows ? kv_row<__nv_bfloat16>(base, a.kv, slot, s_begin + j0 + lane) + head_off : b0;
+  const unsigned long long mine_u = reinterpret_cast<unsigned long long>(mine);
+  const int hd8 = hd / 8;
+#pragma unroll 4
+  for (int i = 0; i < hd8; ++i) {  // 32 * hd8 pieces of 8 values
+    const int c = lane + 32 * i, r = c / hd8, u = c - r * hd8;
+    const uint4* src = reinterpret_cast<const uint4*>(__shfl_sync(kFull, mine_u, r));
+    if (r < nrows) {
+      const uint4 w = __ldg(src + u);
+      float4* d = dst + size_t(j0 + r) * stride4 + 2 * u;
+      d[0] = make_float4(bf16_lo(w.x), bf16_hi(w.x), bf16_lo(w.y), bf16_hi(w.y));
+      d[1] = make_float4(bf16_lo(w.z), bf16_hi(w.z), bf16_lo(w.w), bf16_hi(w.w));
     }
   }
 }
@@ -168,8 +195,9 @@ __device__ __forceinline__ void scores(const float4* sQ, const float4* sK, float
   }
 }
 
-template <bool kVec>
+template <bool kVec, bool kBf16>
 __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams a, int alias) {
+  static_assert(kVec || !kBf16, "a bf16 arena is read with 16-byte loads");
   pdl_wait();
   pdl_launch_dependents();
   extern __shared__ float4 smem4[];
@@ -223,8 +251,12 @@ __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams
   const int nsp = min(kS, plast + 1 - s_begin);  // positions of the split any row of the tile reads
   const int lim = p0 + 1 - s_begin;               // row r reads positions j < lim + r of the split (capped at kS)
   const size_t head_off = size_t(g) * hd;
-  if (warp < 4) copy_rows<kVec>(sK, L.ks4, a.kv.k, a, slot, s_begin, 32 * warp, nsp, head_off, L.hd4, lane);
-  else if (!alias) copy_rows<kVec>(sV, L.vs4, a.kv.v, a, slot, s_begin, 32 * (warp - 4), nsp, head_off, L.hd4, lane);
+  auto rows = [&](float4* dst, int stride4, const void* base, int j0) {
+    if (kBf16) copy_rows_bf16(dst, stride4, base, a, slot, s_begin, j0, nsp, head_off, hd, lane);
+    else copy_rows<kVec>(dst, stride4, base, a, slot, s_begin, j0, nsp, head_off, L.hd4, lane);
+  };
+  if (warp < 4) rows(sK, L.ks4, a.kv.k, 32 * warp);
+  else if (!alias) rows(sV, L.vs4, a.kv.v, 32 * (warp - 4));
   cp_async_commit();
   if (warp < 4 || alias) cp_async_wait<0>();
   else cp_async_wait<1>();  // V warps: their own q copies are done; their V rows may still be in flight
@@ -235,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams
   else scores<4>(sQ, sK, sP, L, Q, nh, nsp, lim, a.scale, tid);
   __syncthreads();
   if (alias) {  // V into K's buffer, in flight during the softmax
-    if (warp < 4) copy_rows<kVec>(sV, L.vs4, a.kv.v, a, slot, s_begin, 32 * warp, nsp, head_off, L.hd4, lane);
+    if (warp < 4) rows(sV, L.vs4, a.kv.v, 32 * warp);
     cp_async_commit();
   }
 
@@ -375,12 +407,20 @@ void configure_attention(int head_dim) {
   const int optin = smem_optin();
   if (optin > 0) bytes = std::min(bytes, size_t(optin));
   const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<true>, attr, int(bytes)));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<false>, attr, int(bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<true, false>, attr, int(bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<false, false>, attr, int(bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<true, true>, attr, int(bytes)));
   configure_attention_ring();
 }
 
 static void launch_combine(const AttentionParams& a, cudaStream_t stream);
+
+void attn::check_bf16_arena(const AttentionParams& a, bool vec) {
+  if (!vec || a.head_dim % 8 != 0 || a.kv.kv_dim % 8 != 0 || a.kv.layer_offset % 8 != 0)
+    throw Error("cuda attention: a bf16 KV arena needs head_dim and kv_dim multiples of 8 and 16-byte aligned "
+                "rows (head_dim " + std::to_string(a.head_dim) + ")");
+}
+
 
 void launch_attention(const AttentionParams& a, cudaStream_t stream) {
   if (a.rows <= 0) return;
@@ -404,8 +444,14 @@ void launch_attention(const AttentionParams& a, cudaStream_t stream) {
   const bool vec = a.head_dim % 4 == 0 && a.qkv_stride % 4 == 0 && a.kv.kv_dim % 4 == 0 && a.kv.layer_offset % 4 == 0 &&
                    aligned16(a.qkv) && aligned16(a.kv.k) && aligned16(a.kv.v) && aligned16(a.part_acc);
   const dim3 grid(a.grid_splits, a.n_heads, a.max_tiles);
-  if (vec) launch_kernel(attention_partial<true>, grid, kThreads, smem, stream, a, int(alias));
-  else launch_kernel(attention_partial<false>, grid, kThreads, smem, stream, a, int(alias));
+  if (a.kv.type == KvType::BF16) {
+    check_bf16_arena(a, vec);
+    launch_kernel(attention_partial<true, true>, grid, kThreads, smem, stream, a, int(alias));
+  } else if (vec) {
+    launch_kernel(attention_partial<true, false>, grid, kThreads, smem, stream, a, int(alias));
+  } else {
+    launch_kernel(attention_partial<false, false>, grid, kThreads, smem, stream, a, int(alias));
+  }
   STRATA_CUDA_CHECK_LAUNCH();
   launch_combine(a, stream);
 }

@@ -64,30 +64,35 @@ static_assert(kMaxQ % 8 == 0, "score groups of 8 vectors stay inside the q plane
 // Shared memory in float4 units: q [4][qcs floats] (component plane c holds q[qi][4 d4 + c] at d4 * kMaxQ +
 // qi), P [kMaxQ][kS] floats, the split's row offsets [kS] (int64), then the ring of tile buffers, each kTile
 // rows of max(ks4, vs4) float4. Rows are head_dim rounded up to 4 floats; the padding of q and K is zero.
+// A bf16 arena's ring holds the tiles as stored (kTile rows of head_dim bf16, packed) and one more buffer of
+// the fp32 layout, the work tile, takes the tile being computed on, widened.
 struct Layout {
   int hd4 = 0;   // float4 per head row
   int ks4 = 0;   // K row stride: odd, so 8 lanes reading 8 consecutive rows hit 8 distinct banks
   int vs4 = 0;   // V row stride: 2 mod 8, so lanes (position mod 4) x (2 adjacent float4) hit 8 distinct groups
-  int slot4 = 0; // one ring buffer
+  int slot4 = 0; // one fp32 tile buffer
+  int raw4 = 0;  // one ring buffer: slot4, or a packed bf16 tile
   int qcs = 0;   // floats per q plane: kMaxQ * hd4 + 4 (the 4: the planes' 16-byte loads hit distinct banks)
-  int p_off = 0, off_off = 0, ring_off = 0, total = 0;
+  int p_off = 0, off_off = 0, work_off = 0, ring_off = 0, total = 0;
 };
 
-__host__ __device__ inline Layout make_layout(int hd, int ring) {
+__host__ __device__ inline Layout make_layout(int hd, int ring, bool bf16) {
   Layout L;
   L.hd4 = (hd + 3) / 4;
   L.ks4 = L.hd4 | 1;
   L.vs4 = L.hd4 + ((2 - L.hd4) & 7);
   L.slot4 = kTile * (L.ks4 > L.vs4 ? L.ks4 : L.vs4);
+  L.raw4 = bf16 ? kTile * ((hd + 7) / 8) : L.slot4;
   L.qcs = kMaxQ * L.hd4 + 4;
   L.p_off = L.qcs;  // 4 planes of qcs floats
   L.off_off = L.p_off + kMaxQ * kS / 4;
-  L.ring_off = L.off_off + kS / 2;
-  L.total = L.ring_off + ring * L.slot4;
+  L.work_off = L.off_off + kS / 2;
+  L.ring_off = L.work_off + (bf16 ? L.slot4 : 0);
+  L.total = L.ring_off + ring * L.raw4;
   return L;
 }
 
-size_t smem_bytes(int hd, int ring) { return sizeof(float4) * size_t(make_layout(hd, ring).total); }
+size_t smem_bytes(int hd, int ring, bool bf16) { return sizeof(float4) * size_t(make_layout(hd, ring, bf16).total); }
 
 struct DeviceLimits {
   int optin = 0;     // dynamic shared memory one block may opt in to
@@ -113,12 +118,12 @@ const DeviceLimits& device_limits() {
 }
 
 // The largest useful ring for head_dim that one block can hold (at least 2).
-int ring_max(int hd) {
-  const Layout L0 = make_layout(hd, 0);
+int ring_max(int hd, bool bf16) {
+  const Layout L0 = make_layout(hd, 0, bf16);
   int r = kMaxRing;
   const int optin = device_limits().optin;
   if (optin > 0) {
-    const long long fit = (static_cast<long long>(optin) - 16LL * L0.total) / (16LL * L0.slot4);
+    const long long fit = (static_cast<long long>(optin) - 16LL * L0.total) / (16LL * L0.raw4);
     r = int(std::min<long long>(r, fit));
   }
   return std::max(r, 2);
@@ -126,14 +131,14 @@ int ring_max(int hd) {
 
 // The ring for a grid of `blocks`: as large as the shared memory of the blocks that share an SM allows, for at
 // most kMinBlocks blocks per SM (what the registers allow). Small grids get the whole split in flight.
-int pick_ring(int hd, long long blocks) {
+int pick_ring(int hd, long long blocks, bool bf16) {
   const DeviceLimits& d = device_limits();
-  const int rmax = ring_max(hd);
+  const int rmax = ring_max(hd, bf16);
   if (d.sms <= 0 || d.per_sm <= 0) return rmax;
   const long long per_sm = std::min<long long>(kMinBlocks, std::max<long long>(1, (blocks + d.sms - 1) / d.sms));
   const long long budget = d.per_sm / per_sm - d.reserved;
-  const Layout L0 = make_layout(hd, 0);
-  const long long r = (budget - 16LL * L0.total) / (16LL * L0.slot4);
+  const Layout L0 = make_layout(hd, 0, bf16);
+  const long long r = (budget - 16LL * L0.total) / (16LL * L0.raw4);
   return int(std::min<long long>(rmax, std::max<long long>(2, r)));
 }
 
@@ -203,8 +208,9 @@ __device__ __forceinline__ void score_tile(const float* sQ, const float4* buf, f
   }
 }
 
-template <bool kVec>
+template <bool kVec, bool kBf16>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(AttentionParams a, int ring) {
+  static_assert(kVec || !kBf16, "a bf16 arena is read with 16-byte copies");
   pdl_wait();
   pdl_launch_dependents();
   extern __shared__ float4 smem4[];
@@ -233,11 +239,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
   const int nsp = min(kS, plast + 1 - s_begin);  // positions of the split any row of the tile reads
   const int lim = p0 + 1 - s_begin;               // row r reads positions j < lim + r of the split (capped at kS)
   const int hd = a.head_dim;
-  const Layout L = make_layout(hd, ring);
+  const Layout L = make_layout(hd, ring, kBf16);
   float* sQ = reinterpret_cast<float*>(smem4);
   float* sP = reinterpret_cast<float*>(smem4 + L.p_off);
   long long* sOff = reinterpret_cast<long long*>(smem4 + L.off_off);
   float4* sRing = smem4 + L.ring_off;
+  float4* sWork = smem4 + L.work_off;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
   // q of a chunk, component-major (4-byte copies); the padding past head_dim is zero.
@@ -253,18 +260,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
   issue_q(g * G + yy * hc, min(hc, G - yy * hc), nq * min(hc, G - yy * hc));  // before the table lookups
 
   // The split's rows: one block-table lookup per position, shared by every K and V tile and every chunk.
-  if (tid < nsp) sOff[tid] = static_cast<long long>(kv_row(a.kv.k, a.kv, slot, s_begin + tid) - a.kv.k) +
-                             static_cast<long long>(g) * hd;
+  if (tid < nsp) sOff[tid] = static_cast<long long>(kv_offset(a.kv, slot, s_begin + tid)) + static_cast<long long>(g) * hd;
   static_assert(kS <= kThreads, "one position per thread");
 
   // Tile copies: piece (row r, unit d) of a tile, units of 16 bytes (kVec) or 4; thread tid starts at piece tid.
-  auto copy_tile = [&](float4* dst, int stride4, const float* base, int t) {
-    const int cu = kVec ? L.hd4 : 4 * L.hd4, csr = kThreads / cu, csd = kThreads - csr * cu;
+  // A bf16 tile is copied as stored: 16-byte units of 8 values, rows packed.
+  auto copy_tile = [&](float4* dst, int stride4, const void* base, int t) {
+    const int cu = kBf16 ? hd / 8 : kVec ? L.hd4 : 4 * L.hd4, csr = kThreads / cu, csd = kThreads - csr * cu;
     const int j0 = t * kTile, nrows = min(kTile, nsp - j0);
     int r = tid / cu, d = tid - r * cu;
     while (r < nrows) {
-      const float* src = base + sOff[j0 + r];
-      if (kVec) {
+      const float* src = static_cast<const float*>(base) + sOff[j0 + r];  // fp32 arenas only
+      if (kBf16) {
+        cp_async16(dst + r * cu + d, static_cast<const __nv_bfloat16*>(base) + sOff[j0 + r] + 8 * d);
+      } else if (kVec) {
         cp_async16(dst + r * stride4 + d, src + 4 * d);
       } else {
         float* f = reinterpret_cast<float*>(dst + r * stride4) + d;
@@ -297,7 +306,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
     // copies ride in group 0.
     auto issue = [&](int i) {
       if (i < nseq) {
-        float4* dst = sRing + (i % ring) * L.slot4;
+        float4* dst = sRing + (i % ring) * L.raw4;
         if (i < nt) copy_tile(dst, L.ks4, a.kv.k, i);
         else copy_tile(dst, L.vs4, a.kv.v, (i - nt) % nt);
       }
@@ -307,15 +316,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
 
     // Step i: wait for tile i (its group and every older one), then start tile i + ring - 1 in the buffer
     // that tile i - 1 used (the barrier: everyone is done with it).
-    auto step = [&](int i) -> const float4* {
+    // A bf16 tile is then widened into the work tile, rows of `stride4` (the barrier at the next step keeps it
+    // until every thread is done with it).
+    auto step = [&](int i, int stride4) -> const float4* {
       cp_async_wait_n(ring - 2);
       __syncthreads();
       issue(i + ring - 1);
-      return sRing + (i % ring) * L.slot4;
+      const float4* raw = sRing + (i % ring) * L.raw4;
+      if (!kBf16) return raw;
+      const int cu = hd / 8, nrows = min(kTile, nsp - (i % nt) * kTile);
+      for (int p = tid; p < nrows * cu; p += kThreads) {
+        const int r = p / cu, u = p - r * cu;
+        const uint4 w = *reinterpret_cast<const uint4*>(raw + p);
+        float4* d = sWork + r * stride4 + 2 * u;
+        d[0] = make_float4(bf16_lo(w.x), bf16_hi(w.x), bf16_lo(w.y), bf16_hi(w.y));
+        d[1] = make_float4(bf16_lo(w.z), bf16_hi(w.z), bf16_lo(w.w), bf16_hi(w.w));
+      }
+      __syncthreads();
+      return sWork;
     };
 
     for (int t = 0; t < nt; ++t) {
-      const float4* buf = step(t);
+      const float4* buf = step(t, L.ks4);
       if (Q <= 1) score_tile<1>(sQ, buf, sP, L, Q, nh, t, nsp, lim, a.scale);
       else if (Q <= 2) score_tile<2>(sQ, buf, sP, L, Q, nh, t, nsp, lim, a.scale);
       else if (Q <= 4) score_tile<4>(sQ, buf, sP, L, Q, nh, t, nsp, lim, a.scale);
@@ -350,7 +372,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
       auto nv = [&](int u) { return int((nvp[u / 4] >> (8 * (u % 4))) & 0xffu); };
       const float* pr = sP + qbase * kS;
       for (int t = 0; t < nt; ++t) {
-        const float4* buf = step(nt * (1 + pass) + t);
+        const float4* buf = step(nt * (1 + pass) + t, L.vs4);
         // P.V over tile t: positions j = c mod 4 of the tile, in order, for each of the thread's vectors.
         const int j0 = t * kTile, jend = min(j0 + kTile, nvmax);
         const float4* vcol = buf + pd4;
@@ -391,12 +413,14 @@ void configure_attention_ring() {
   // The attribute is only a cap: set it for the largest head_dim, so configuring one head_dim never
   // breaks another.
   size_t bytes = 0;
-  for (int hd = 4; hd <= kMaxHeadDim; hd += 4) bytes = std::max(bytes, smem_bytes(hd, ring_max(hd)));
+  for (int hd = 4; hd <= kMaxHeadDim; hd += 4)
+    bytes = std::max({bytes, smem_bytes(hd, ring_max(hd, false), false), smem_bytes(hd, ring_max(hd, true), true)});
   const int optin = device_limits().optin;
   if (optin > 0) bytes = std::min(bytes, size_t(optin));
   const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial_ring<true>, attr, int(bytes)));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial_ring<false>, attr, int(bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial_ring<true, false>, attr, int(bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial_ring<false, false>, attr, int(bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial_ring<true, true>, attr, int(bytes)));
 }
 
 void launch_attention_partial_ring(const AttentionParams& a, cudaStream_t stream) {
@@ -406,14 +430,21 @@ void launch_attention_partial_ring(const AttentionParams& a, cudaStream_t stream
   const int G = a.n_heads / a.n_kv_heads;
   const int Y = a.max_tiles >= a.rows ? (G + kMaxQ - 1) / kMaxQ : G;
   const dim3 grid(a.grid_splits, a.n_kv_heads * Y, a.max_tiles);
-  const int ring = pick_ring(a.head_dim, static_cast<long long>(grid.x) * grid.y * grid.z);
-  const size_t smem = smem_bytes(a.head_dim, ring);
+  const bool bf16 = a.kv.type == KvType::BF16;
+  const int ring = pick_ring(a.head_dim, static_cast<long long>(grid.x) * grid.y * grid.z, bf16);
+  const size_t smem = smem_bytes(a.head_dim, ring, bf16);
   // 16-byte K/V copies and stores when every row the kernel touches starts on 16 bytes; else 4-byte ones (the
   // same arithmetic).
   const bool vec = a.head_dim % 4 == 0 && a.kv.kv_dim % 4 == 0 && a.kv.layer_offset % 4 == 0 && aligned16(a.kv.k) &&
                    aligned16(a.kv.v) && aligned16(a.part_acc);
-  if (vec) launch_kernel(attention_partial_ring<true>, grid, kThreads, smem, stream, a, ring);
-  else launch_kernel(attention_partial_ring<false>, grid, kThreads, smem, stream, a, ring);
+  if (bf16) {
+    check_bf16_arena(a, vec);
+    launch_kernel(attention_partial_ring<true, true>, grid, kThreads, smem, stream, a, ring);
+  } else if (vec) {
+    launch_kernel(attention_partial_ring<true, false>, grid, kThreads, smem, stream, a, ring);
+  } else {
+    launch_kernel(attention_partial_ring<false, false>, grid, kThreads, smem, stream, a, ring);
+  }
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

@@ -97,6 +97,9 @@ __device__ __forceinline__ void store_pv(float* dst, float4 o, int d4, int hd) {
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// Throws strata::Error unless a bf16 arena can be read with 16-byte loads of 8 values (attention.cu).
+void check_bf16_arena(const AttentionParams& a, bool vec);
+
 }  // namespace attn
 }  // namespace cuda
 }  // namespace strata

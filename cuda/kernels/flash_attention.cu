@@ -5,9 +5,9 @@
 // positions) and WARPS query heads of one KV head's GQA group: one warp per (tile, head), 8 warps at most,
 // each holding its tile's 16 query rows as bf16 A fragments (rows past tile_rows are zero and never
 // written). The block walks the slot's positions [0, last position of its tiles] in K/V tiles of kKvTile
-// positions: the fp32 arena rows (addressed only through kv_row, kv_access.cuh) are copied by cp.async into
-// a staging buffer while the previous tile's math runs, then rounded once to bf16 into shared memory that
-// all the block's warps read. Tiles of another slot than the block's first run in a round of their own.
+// positions: the arena rows (fp32 or bf16, addressed only through kv_row, kv_access.cuh) are copied by
+// cp.async into a staging buffer while the previous tile's math runs, then rounded once to bf16 into shared
+// memory that all the block's warps read. Tiles of another slot than the block's first run in a round of their own.
 // Per K/V tile each warp computes S = Q K^T with mma (K fragments by ldmatrix), masks positions past each
 // row's own position, updates the online softmax in fp32 registers (exp2, log2(e) folded into the scale),
 // and accumulates O += P V with P rounded to bf16 straight from the S accumulators (the C fragments of two
@@ -85,21 +85,29 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-template <int HD, int WARPS, int TPB>
+// KvT: the arena's element type, float or __nv_bfloat16 (then the staging copies hold bf16 and the rounding
+// pass is a copy: the same operands either way).
+template <int HD, int WARPS, int TPB, class KvT>
 __global__ void __launch_bounds__(WARPS * TPB * 32) flash_attention_kernel(AttentionParams a, int chunks) {
   static_assert(HD % 32 == 0, "two k16 steps per ldmatrix.x4 and two n8 blocks per V load");
+  constexpr bool kBf16 = sizeof(KvT) == 2;
   constexpr int KS = HD / 16;      // k16 steps of Q K^T
   constexpr int NB = HD / 8;       // n8 blocks of O
   constexpr int LD = HD + kPad;    // shared row stride in bf16
-  constexpr int V4 = HD / 4;       // float4 per K/V row
+  constexpr int V4 = HD / 4;       // groups of 4 values per K/V row (the rounding pass)
+  constexpr int E16 = 16 / int(sizeof(KvT));  // values per 16-byte copy
+  constexpr int U16 = HD / E16;    // 16-byte copies per K/V row
   constexpr int THREADS = WARPS * TPB * 32;
-  static_assert((kKvTile * V4) % THREADS == 0, "every thread loads the same number of float4");
+  static_assert((kKvTile * V4) % THREADS == 0, "every thread rounds the same number of groups");
+  static_assert((kKvTile * U16) % THREADS == 0, "every thread copies the same number of 16-byte pieces");
   constexpr int LOADS = kKvTile * V4 / THREADS;
+  constexpr int COPIES = kKvTile * U16 / THREADS;
 
   extern __shared__ __align__(16) unsigned char flash_smem[];
-  float* kst = reinterpret_cast<float*>(flash_smem);  // [kKvTile][HD] fp32 staging of the next tile (cp.async)
-  float* vst = kst + kKvTile * HD;
-  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(vst + kKvTile * HD);  // [kKvTile][LD] bf16, mma operands
+  KvT* kst = reinterpret_cast<KvT*>(flash_smem);  // [kKvTile][HD] staging of the next tile (cp.async)
+  KvT* vst = kst + kKvTile * HD;
+  // [kKvTile][LD] bf16, mma operands, after staging sized for fp32 (flash_attention_smem_bytes)
+  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(flash_smem + 2 * sizeof(float) * kKvTile * HD);
   __nv_bfloat16* vs = ks + kKvTile * LD;
 
   // Block b takes tiles [b * TPB, b * TPB + TPB), the window's last (longest) tiles first; warp w takes tile
@@ -169,16 +177,16 @@ __global__ void __launch_bounds__(WARPS * TPB * 32) flash_attention_kernel(Atten
   for (int n = 0; n < NB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
 
-  // Tile t0's fp32 rows into the staging buffers, asynchronously; positions past the tile's last are zeros.
+  // Tile t0's rows into the staging buffers, asynchronously; positions past the tile's last are zeros.
   auto stage = [&](int t0) {
 #pragma unroll 2
-    for (int it = 0; it < LOADS; ++it) {
+    for (int it = 0; it < COPIES; ++it) {
       const int i = it * THREADS + int(threadIdx.x);
-      const int j = i / V4, c = (i % V4) * 4;
+      const int j = i / U16, c = (i % U16) * E16;
       const bool in = t0 + j <= kv_last;
       const int p = in ? t0 + j : 0;
-      cp_async16(kst + j * HD + c, kv_row(a.kv.k, a.kv, slot, p) + head_off + c, in);
-      cp_async16(vst + j * HD + c, kv_row(a.kv.v, a.kv, slot, p) + head_off + c, in);
+      cp_async16(kst + j * HD + c, kv_row<KvT>(a.kv.k, a.kv, slot, p) + head_off + c, in);
+      cp_async16(vst + j * HD + c, kv_row<KvT>(a.kv.v, a.kv, slot, p) + head_off + c, in);
     }
     cp_async_commit();
   };
@@ -190,10 +198,15 @@ __global__ void __launch_bounds__(WARPS * TPB * 32) flash_attention_kernel(Atten
     for (int it = 0; it < LOADS; ++it) {
       const int i = it * THREADS + int(threadIdx.x);
       const int j = i / V4, c = (i % V4) * 4;
-      const float4 kx = *reinterpret_cast<const float4*>(kst + j * HD + c);
-      const float4 vx = *reinterpret_cast<const float4*>(vst + j * HD + c);
-      *reinterpret_cast<uint2*>(ks + j * LD + c) = make_uint2(pack_bf16(kx.x, kx.y), pack_bf16(kx.z, kx.w));
-      *reinterpret_cast<uint2*>(vs + j * LD + c) = make_uint2(pack_bf16(vx.x, vx.y), pack_bf16(vx.z, vx.w));
+      if constexpr (kBf16) {
+        *reinterpret_cast<uint2*>(ks + j * LD + c) = *reinterpret_cast<const uint2*>(kst + j * HD + c);
+        *reinterpret_cast<uint2*>(vs + j * LD + c) = *reinterpret_cast<const uint2*>(vst + j * HD + c);
+      } else {
+        const float4 kx = *reinterpret_cast<const float4*>(kst + j * HD + c);
+        const float4 vx = *reinterpret_cast<const float4*>(vst + j * HD + c);
+        *reinterpret_cast<uint2*>(ks + j * LD + c) = make_uint2(pack_bf16(kx.x, kx.y), pack_bf16(kx.z, kx.w));
+        *reinterpret_cast<uint2*>(vs + j * LD + c) = make_uint2(pack_bf16(vx.x, vx.y), pack_bf16(vx.z, vx.w));
+      }
     }
     __syncthreads();  // bf16 tile ready; the staging buffers are free for the next tile, loaded during the math
     if (t0 + kKvTile <= kv_last) stage(t0 + kKvTile);
@@ -321,7 +334,11 @@ template <int HD, int WARPS>
 void launch_for(const AttentionParams& p, int chunks, cudaStream_t stream) {
   constexpr int TPB = kTilesPerBlock<WARPS>;
   const dim3 grid(unsigned((p.max_tiles + TPB - 1) / TPB), unsigned(p.n_kv_heads * chunks));
-  flash_attention_kernel<HD, WARPS, TPB><<<grid, WARPS * TPB * 32, flash_attention_smem_bytes(HD), stream>>>(p, chunks);
+  const size_t smem = flash_attention_smem_bytes(HD);
+  if (p.kv.type == KvType::BF16)
+    flash_attention_kernel<HD, WARPS, TPB, __nv_bfloat16><<<grid, WARPS * TPB * 32, smem, stream>>>(p, chunks);
+  else
+    flash_attention_kernel<HD, WARPS, TPB, float><<<grid, WARPS * TPB * 32, smem, stream>>>(p, chunks);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -339,10 +356,15 @@ template <int HD>
 void configure_hd() {
   const int smem = int(flash_attention_smem_bytes(HD));
   if (smem <= 48 * 1024) return;
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 8, kTilesPerBlock<8>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 4, kTilesPerBlock<4>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 2, kTilesPerBlock<2>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<HD, 1, kTilesPerBlock<1>>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  auto both = [&](auto f32, auto b16) {
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(f32, attr, smem));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(b16, attr, smem));
+  };
+  both(flash_attention_kernel<HD, 8, kTilesPerBlock<8>, float>, flash_attention_kernel<HD, 8, kTilesPerBlock<8>, __nv_bfloat16>);
+  both(flash_attention_kernel<HD, 4, kTilesPerBlock<4>, float>, flash_attention_kernel<HD, 4, kTilesPerBlock<4>, __nv_bfloat16>);
+  both(flash_attention_kernel<HD, 2, kTilesPerBlock<2>, float>, flash_attention_kernel<HD, 2, kTilesPerBlock<2>, __nv_bfloat16>);
+  both(flash_attention_kernel<HD, 1, kTilesPerBlock<1>, float>, flash_attention_kernel<HD, 1, kTilesPerBlock<1>, __nv_bfloat16>);
 }
 
 [[noreturn]] void bad(const std::string& what) { throw Error("cuda flash attention: " + what); }
@@ -370,9 +392,9 @@ void launch_flash_attention(const AttentionParams& p, cudaStream_t stream) {
   if (p.kv.kv_dim != p.n_kv_heads * p.head_dim)
     bad("kv.kv_dim " + std::to_string(p.kv.kv_dim) + " != n_kv_heads * head_dim");
   // 16-byte K/V loads and 8-byte q / out loads and stores.
-  if (p.kv.layer_offset % 4 != 0 || reinterpret_cast<uintptr_t>(p.kv.k) % 16 != 0 ||
+  if (p.kv.layer_offset % 8 != 0 || reinterpret_cast<uintptr_t>(p.kv.k) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(p.kv.v) % 16 != 0)
-    bad("kv arena (k, v, layer_offset) must be aligned to 4 floats");
+    bad("kv arena (k, v, layer_offset) must be aligned to 16 bytes");
   if (p.qkv_stride % 2 != 0 || reinterpret_cast<uintptr_t>(p.qkv) % 8 != 0)
     bad("qkv_stride " + std::to_string(p.qkv_stride) + " (or qkv) is not aligned to 2 floats");
   if (!p.qkv || !p.out || !p.pos || !p.slot || !p.tile_first || !p.tile_rows || !p.n_tiles)

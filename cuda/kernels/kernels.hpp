@@ -37,16 +37,22 @@ void launch_add_rmsnorm(float* x, const float* delta, const float* delta_rem, co
 // y[i] += b[i] for i < n: the split GEMM's logits (hi products plus remainder products).
 void launch_add(float* y, const float* b, size_t n, cudaStream_t stream);
 
-// The paged KV arena: k and v each [layer][cell][kv_dim] fp32, cell = block * block_size + offset. Position
-// pos of slot s lives in cell block_table[s * table_stride + pos / block_size] * block_size + pos % block_size
-// (kv_access.cuh). The table is device memory at a fixed address; the host rewrites its rows between windows.
+// How the KV arena stores K and V: fp32, or bf16 (half the bytes; the values are rounded once when stored
+// and read back exactly, so every kernel computes on the same fp32 values whichever reads them).
+enum class KvType { F32, BF16 };
+
+// The paged KV arena: k and v each [layer][cell][kv_dim] of `type`, cell = block * block_size + offset.
+// Position pos of slot s lives in cell block_table[s * table_stride + pos / block_size] * block_size + pos %
+// block_size (kv_access.cuh). The table is device memory at a fixed address; the host rewrites its rows
+// between windows.
 struct KvLayout {
-  float* k = nullptr;
-  float* v = nullptr;
+  void* k = nullptr;
+  void* v = nullptr;
+  KvType type = KvType::F32;
   const int32_t* block_table = nullptr;  // [slots][table_stride] physical block ids
   int table_stride = 0;       // entries per slot (ceil(max_context / block_size))
   int block_size = 0;         // positions per block
-  size_t layer_offset = 0;    // floats to this layer's cells
+  size_t layer_offset = 0;    // elements to this layer's cells
   int kv_dim = 0;
 };
 

@@ -14,12 +14,19 @@ __device__ __forceinline__ size_t kv_cell(const KvLayout& kv, int slot, int pos)
   return size_t(block) * size_t(kv.block_size) + size_t(pos % kv.block_size);
 }
 
-// The kv_dim floats of (slot, pos) in the current layer: base is kv.k or kv.v.
-__device__ __forceinline__ const float* kv_row(const float* base, const KvLayout& kv, int slot, int pos) {
-  return base + kv.layer_offset + kv_cell(kv, slot, pos) * size_t(kv.kv_dim);
+// Elements from the arena's base (kv.k or kv.v) to the kv_dim values of (slot, pos) in the current layer.
+__device__ __forceinline__ size_t kv_offset(const KvLayout& kv, int slot, int pos) {
+  return kv.layer_offset + kv_cell(kv, slot, pos) * size_t(kv.kv_dim);
 }
-__device__ __forceinline__ float* kv_row(float* base, const KvLayout& kv, int slot, int pos) {
-  return base + kv.layer_offset + kv_cell(kv, slot, pos) * size_t(kv.kv_dim);
+
+// The row itself, base being kv.k or kv.v seen as the arena's element type T (float or __nv_bfloat16).
+template <class T>
+__device__ __forceinline__ const T* kv_row(const void* base, const KvLayout& kv, int slot, int pos) {
+  return static_cast<const T*>(base) + kv_offset(kv, slot, pos);
+}
+template <class T>
+__device__ __forceinline__ T* kv_row(void* base, const KvLayout& kv, int slot, int pos) {
+  return static_cast<T*>(base) + kv_offset(kv, slot, pos);
 }
 
 }  // namespace cuda

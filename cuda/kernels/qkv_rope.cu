@@ -1,6 +1,7 @@
 // The step between the QKV matmul and attention, per row and head (launch_qkv_rope in kernels.hpp): bias
 // (Qwen2), the per-head RMSNorm of q and k (Qwen3), rotate-half RoPE from the CPU backend's cos/sin table,
-// then k and v into the KV cell the slot's block table gives for the row's position (kv_row). The rotation is spelled with explicitly rounded
+// then k and v into the KV cell the slot's block table gives for the row's position (kv_offset), rounded to
+// bf16 when the arena stores bf16. The rotation is spelled with explicitly rounded
 // products (no contraction into FMAs) so it gives the CPU's bits for the same inputs.
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
@@ -14,6 +15,12 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kMaxHeadDim = 256;
+
+// One K or V value into the arena at element i: as is (fp32) or rounded to nearest (bf16).
+__device__ __forceinline__ void store_kv(const KvLayout& kv, void* base, size_t i, float v) {
+  if (kv.type == KvType::BF16) static_cast<__nv_bfloat16*>(base)[i] = to_bf16(v);
+  else static_cast<float*>(base)[i] = v;
+}
 
 __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ qkv, QkvRopeParams p) {
   pdl_wait();
@@ -51,15 +58,22 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ 
     }
     const float* c = p.cos + size_t(pos) * half;
     const float* s = p.sin + size_t(pos) * half;
-    float* dst = is_q ? x : kv_row(p.kv.k, p.kv, slot, pos) + (h - p.n_heads) * hd;
+    const size_t k_at = is_q ? 0 : kv_offset(p.kv, slot, pos) + size_t(h - p.n_heads) * hd;
     for (int i = threadIdx.x; i < half; i += kThreads) {
       const float a = head[i], b = head[i + half];
-      dst[i] = __fsub_rn(__fmul_rn(a, c[i]), __fmul_rn(b, s[i]));
-      dst[i + half] = __fadd_rn(__fmul_rn(b, c[i]), __fmul_rn(a, s[i]));
+      const float r0 = __fsub_rn(__fmul_rn(a, c[i]), __fmul_rn(b, s[i]));
+      const float r1 = __fadd_rn(__fmul_rn(b, c[i]), __fmul_rn(a, s[i]));
+      if (is_q) {
+        x[i] = r0;
+        x[i + half] = r1;
+      } else {
+        store_kv(p.kv, p.kv.k, k_at + i, r0);
+        store_kv(p.kv, p.kv.k, k_at + i + half, r1);
+      }
     }
   } else {
-    float* dst = kv_row(p.kv.v, p.kv, slot, pos) + (h - p.n_heads - p.n_kv_heads) * hd;
-    for (int d = threadIdx.x; d < hd; d += kThreads) dst[d] = head[d];
+    const size_t v_at = kv_offset(p.kv, slot, pos) + size_t(h - p.n_heads - p.n_kv_heads) * hd;
+    for (int d = threadIdx.x; d < hd; d += kThreads) store_kv(p.kv, p.kv.v, v_at + d, head[d]);
   }
 }
 

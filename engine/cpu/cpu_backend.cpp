@@ -9,6 +9,7 @@
 #include "engine/cpu/dot.hpp"
 #include "engine/cpu/rope.hpp"
 #include "engine/cpu/thread_pool.hpp"
+#include "engine/model/bf16.hpp"
 #include "engine/sampling/logprobs.hpp"
 #include "engine/sampling/sampler.hpp"
 #include "engine/slots/slot_book.hpp"
@@ -38,6 +39,7 @@ struct CpuBackend::Impl {
   SlotBook book;
   KvArena kv;
   int q_dim, kv_dim, qkv_dim;
+  bool kv_bf16 = false;  // K and V rounded to bf16 when stored (kv_cache_dtype)
 
   Impl(const Model& m, CpuBackendOptions o)
       : cfg(m.config),
@@ -52,6 +54,7 @@ struct CpuBackend::Impl {
     q_dim = cfg.num_heads * cfg.head_dim;
     kv_dim = cfg.num_kv_heads * cfg.head_dim;
     qkv_dim = q_dim + 2 * kv_dim;
+    kv_bf16 = o.kv_cache_dtype == DType::BF16;
     const size_t cells = size_t(book.total_blocks()) * size_t(book.block_size());
     kv.layer_stride = cells * size_t(kv_dim);
     const size_t floats = size_t(cfg.num_layers) * kv.layer_stride;
@@ -120,8 +123,17 @@ struct CpuBackend::Impl {
         rope.apply(q, cfg.num_heads, row.pos);
         rope.apply(k, cfg.num_kv_heads, row.pos);
         const size_t cell = size_t(book.physical_cell(row.slot, row.pos));
-        std::copy_n(k, kv_dim, &kv.k[l * layer_stride + cell * kv_dim]);
-        std::copy_n(v, kv_dim, &kv.v[l * layer_stride + cell * kv_dim]);
+        float* kc = &kv.k[l * layer_stride + cell * kv_dim];
+        float* vc = &kv.v[l * layer_stride + cell * kv_dim];
+        if (kv_bf16) {
+          for (int i = 0; i < kv_dim; ++i) {
+            kc[i] = round_bf16(k[i]);
+            vc[i] = round_bf16(v[i]);
+          }
+        } else {
+          std::copy_n(k, kv_dim, kc);
+          std::copy_n(v, kv_dim, vc);
+        }
       }
       // Attention per (row, head): every cache position <= the row's, summed in position order (block by
       // block through the slot's table, which visits positions in the same order), so a row's result is the
@@ -220,6 +232,8 @@ CpuBackend::CpuBackend(const Model& model, CpuBackendOptions o) {
   if (o.kv_block_size < 1 || o.kv_block_size > 4096)
     throw Error("cpu backend: kv_block_size must be within [1, 4096], found " + std::to_string(o.kv_block_size));
   if (o.kv_blocks < 0) throw Error("cpu backend: kv_blocks must not be negative, found " + std::to_string(o.kv_blocks));
+  if (o.kv_cache_dtype != DType::F32 && o.kv_cache_dtype != DType::BF16)
+    throw Error(std::string("cpu backend: kv_cache_dtype must be f32 or bf16, found ") + dtype_name(o.kv_cache_dtype));
   if (!model.checkpoint) throw Error("cpu backend: model has no checkpoint");
   impl_ = std::make_unique<Impl>(model, o);
 }

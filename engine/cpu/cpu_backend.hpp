@@ -22,6 +22,9 @@ struct CpuBackendOptions {
   int kv_blocks = 0;
   int kv_block_size = 16;
   bool prefix_caching = true;
+  // What the KV cache keeps of K and V: F32 (exact) or BF16 (each value rounded to bf16 when stored, as the CUDA
+  // backend's bf16 arena keeps it, so the two backends compare like for like). F16 is refused.
+  DType kv_cache_dtype = DType::F32;
 };
 
 class CpuBackend : public Backend {

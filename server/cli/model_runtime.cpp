@@ -37,7 +37,16 @@ struct BackendShape {
   bool batch_invariant = false;      // CUDA: fixed-order kernels for every window
   bool exact_verify = false;         // CUDA: speculation verifies drafts, so windows of up to 16 rows must give
                                      // a row the bits of a single-row window (the skinny kernel)
+  KvDType kv_cache_dtype = KvDType::Auto;
 };
+
+// --kv-cache-dtype on a backend. auto is f32 on both: on CUDA a bf16 cache halves the KV memory but the decode
+// attention kernels are not bound by its bytes, so it costs 3-5 % of decode (docs/PERFORMANCE.md, run 12).
+DType kv_dtype_for(KvDType d, bool cuda) {
+  (void)cuda;
+  if (d == KvDType::BF16) return DType::BF16;
+  return DType::F32;
+}
 
 // What both backends' options take from the shape: sequences, context and the paged KV pool.
 template <class Options>
@@ -58,6 +67,7 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
 #ifdef STRATA_HAVE_CUDA
   if (device == Device::Cuda) {
     CudaBackendOptions opts = pool_options<CudaBackendOptions>(shape);
+    opts.kv_cache_dtype = kv_dtype_for(shape.kv_cache_dtype, true);
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
     // With speculation on, windows of up to 16 rows take the skinny kernel (a verify window must give each row
@@ -76,6 +86,7 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
 #endif
   CpuBackendOptions opts = pool_options<CpuBackendOptions>(shape);
   opts.threads = shape.threads;
+  opts.kv_cache_dtype = kv_dtype_for(shape.kv_cache_dtype, false);
   return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
 }
 
@@ -141,8 +152,10 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
   shape.kv_block_size = config.backend.kv_block_size;
   shape.kv_blocks = config.backend.kv_cache_blocks;
   shape.prefix_caching = config.engine.prefix_caching;
+  shape.kv_cache_dtype = config.backend.kv_cache_dtype;
   if (shape.kv_blocks == 0 && config.backend.kv_cache_gb > 0 && runtime.device != Device::Cuda) {
-    // CPU: fp32 K and V of every layer for each position of a block.
+    // CPU: K and V of every layer for each position of a block, fp32 whatever the dtype (bf16 values are
+    // stored rounded in fp32 there).
     const ModelConfig& mc = runtime.model->config;
     const double block_bytes = 2.0 * mc.num_layers * mc.num_kv_heads * mc.head_dim * 4.0 * shape.kv_block_size;
     shape.kv_blocks = std::max(1, static_cast<int>(std::min(config.backend.kv_cache_gb * 1e9 / block_bytes, 1e9)));
@@ -193,6 +206,7 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   shape.max_slots = config.backend.max_slots;
   shape.max_context = runtime.ctx_size;
   shape.threads = config.backend.threads;
+  shape.kv_cache_dtype = config.backend.kv_cache_dtype;
   auto backend = std::shared_ptr<Backend>(backend_factory_for(draft, runtime.device, shape)());
   config.engine.speculation.drafter_factory = [backend]() -> std::unique_ptr<Drafter> {
     return std::make_unique<DraftModelDrafter>(backend);

@@ -240,3 +240,40 @@ TEST_CASE("invalid sampling settings, unknown slots and bad options are rejected
   CHECK_THROWS_WITH(CpuBackend(*model, CpuBackendOptions{1, 0, 1}), Contains("max_context"));
   CHECK(be.run_window(Window{}).empty());
 }
+
+TEST_CASE("a bf16 KV cache stays within 2e-2 of the fp32 one, keeps batch invariance, and f16 is refused") {
+  auto model = load_model(kModels + "/llama");
+  const int V = model->config.vocab_size, n = 24;
+  CpuBackendOptions o32{3, 64, 2}, o16{3, 64, 2};
+  o16.kv_cache_dtype = DType::BF16;
+  CpuBackend f32(*model, o32), b16(*model, o16);
+  const auto p = prompt_tokens(n, V, 5);
+  const auto want = f32.run_window(chunk(f32.open_slot(), p, 0, n));
+  const SlotId a = b16.open_slot(), b = b16.open_slot();
+  const auto got = b16.run_window(chunk(a, p, 0, n));
+  bool some_differ = false;
+  for (int i = 0; i < n; ++i) {
+    float scale = 1.0f, err = 0.0f;
+    for (int t = 0; t < V; ++t) {
+      scale = std::max(scale, std::fabs(want[size_t(i)].logits[size_t(t)]));
+      err = std::max(err, std::fabs(got[size_t(i)].logits[size_t(t)] - want[size_t(i)].logits[size_t(t)]));
+    }
+    INFO("position " << i << ": max |bf16 - f32| " << err << " at scale " << scale);
+    CHECK(err <= 2e-2f * scale);
+    // Position 0 attends to itself only, so its output is V's row: rounded, but the softmax weight is 1.
+    if (i > 0 && !same_bits(got[size_t(i)].logits, want[size_t(i)].logits)) some_differ = true;
+  }
+  CHECK(some_differ);  // the option does change what is stored
+  // One row at a time in another slot gives the bits of the whole chunk (the rounding is per value).
+  for (int i = 0; i < n; i += 5) {
+    Window w;
+    for (int j = 0; j <= i; ++j) w.rows.push_back(row(b, p[size_t(j)], j, j == i));
+    b16.reset_slot(b);
+    const auto one = b16.run_window(w);
+    INFO("position " << i);
+    CHECK(same_bits(one[size_t(i)].logits, got[size_t(i)].logits));
+  }
+  CpuBackendOptions bad{1, 16, 1};
+  bad.kv_cache_dtype = DType::F16;
+  CHECK_THROWS_WITH(CpuBackend(*model, bad), Contains("kv_cache_dtype must be f32 or bf16, found"));
+}

@@ -58,13 +58,15 @@ struct AttnWindow {
 };
 
 // The arena and its block tables on host and device; q of a row is a function of (slot, pos) alone, so one
-// row gets the same q in every window.
+// row gets the same q in every window. bf16: the K/V values are bf16 numbers, held both in an fp32 arena and
+// in a bf16 one (arena16 picks which one run() reads).
 class AttnFixture {
  public:
-  AttnFixture(const AttnShape& s, unsigned seed)
+  AttnFixture(const AttnShape& s, unsigned seed, bool bf16 = false)
       : sh(s), hd(s.head_dim), q_dim(s.n_heads * s.head_dim), kv_dim(s.n_kv_heads * s.head_dim),
         stride(q_dim + 2 * kv_dim), seed_(seed), per_slot((s.context + kBs - 1) / kBs), blocks(s.slots * per_slot),
-        layer(size_t(blocks) * kBs * size_t(kv_dim)), k_(2 * layer), v_(2 * layer), table_(size_t(blocks)) {
+        layer(size_t(blocks) * kBs * size_t(kv_dim)), k_(2 * layer), v_(2 * layer), k16_(bf16 ? 2 * layer : 1),
+        v16_(bf16 ? 2 * layer : 1), table_(size_t(blocks)) {
     // Blocks handed out interleaved across slots and in reverse: every table is fragmented.
     std::vector<int32_t> table(static_cast<size_t>(blocks));
     for (int sl = 0; sl < s.slots; ++sl)
@@ -76,6 +78,17 @@ class AttnFixture {
     vh.resize(2 * layer);
     for (float& x : kh) x = u(rng);
     for (float& x : vh) x = u(rng);
+    if (bf16) {
+      std::vector<uint16_t> k16(kh.size()), v16(vh.size());
+      for (size_t i = 0; i < kh.size(); ++i) {
+        k16[i] = bf16_rn(kh[i]);
+        v16[i] = bf16_rn(vh[i]);
+        kh[i] = cuda_test::bf16_value(k16[i]);
+        vh[i] = cuda_test::bf16_value(v16[i]);
+      }
+      k16_.put(k16);
+      v16_.put(v16);
+    }
     k_.put(kh);
     v_.put(vh);
     table_.put(table);
@@ -175,8 +188,9 @@ class AttnFixture {
     AttentionParams ap;
     ap.qkv = d_qkv.p;
     ap.qkv_stride = stride;
-    ap.kv.k = k_.p;
-    ap.kv.v = v_.p;
+    ap.kv.k = arena16 ? static_cast<void*>(k16_.p) : static_cast<void*>(k_.p);
+    ap.kv.v = arena16 ? static_cast<void*>(v16_.p) : static_cast<void*>(v_.p);
+    ap.kv.type = arena16 ? KvType::BF16 : KvType::F32;
     ap.kv.block_table = table_.p;
     ap.kv.table_stride = per_slot;
     ap.kv.block_size = kBs;
@@ -219,6 +233,7 @@ class AttnFixture {
 
   AttnShape sh;
   int hd, q_dim, kv_dim, stride;
+  bool arena16 = false;  // run() reads the bf16 arena (a fixture made with bf16 only)
 
  private:
   static constexpr int kBs = 16;
@@ -229,6 +244,7 @@ class AttnFixture {
   int per_slot, blocks;
   size_t layer;
   Dev<float> k_, v_;
+  Dev<uint16_t> k16_, v16_;
   Dev<int32_t> table_;
   std::vector<int32_t> table_h;
   std::vector<float> kh, vh;
@@ -385,6 +401,37 @@ TEST_CASE("attention: rows of a large decode batch match the reference and their
                  << big.rows[i].slot << ", pos " << big.rows[i].pos << ")");
       CHECK(same_bits(&all[i * qd], alone.data(), qd));
       CHECK(same_bits(&as_decode[i * qd], alone.data(), qd));
+    }
+  }
+}
+
+TEST_CASE("attention on a bf16 KV arena gives the bits of the fp32 arena holding the same values") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  // The bf16 arena is widened exactly on the way into shared memory, so every kernel computes on the same
+  // fp32 numbers as from an fp32 arena holding the bf16 values: decode rows and verify tiles (the staged
+  // kernel), and a large decode batch (the ring-pipelined kernel at head_dim 128+).
+  AttnWindow few;
+  const int dpos[] = {0, 1, 127, 128, 260, 700, 1023};
+  for (int i = 0; i < 7; ++i) few.add(i % 6, dpos[i], 1, 1);
+  few.add(1, 250, 16, 16);
+  few.add(2, 0, 7, 16);
+  AttnWindow big;
+  for (int i = 0; i < 160; ++i) big.add(i % 6, (i * 397 + 11) % 1000, 1, 1);
+  big.add(2, 300, 16, 16);
+  for (const AttnShape sh : {AttnShape{128, 32, 8, 6, 1024}, AttnShape{64, 32, 8, 6, 1024},
+                             AttnShape{256, 8, 2, 6, 1024}, AttnShape{16, 12, 2, 6, 1024}}) {
+    AttnFixture f(sh, 900u + unsigned(sh.head_dim), true);
+    for (const AttnWindow* w : {&few, &big}) {
+      INFO("hd " << sh.head_dim << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << ", rows " << w->rows.size());
+      f.arena16 = false;
+      const AttnFixture::Out a = f.run(*w);
+      f.arena16 = true;
+      const AttnFixture::Out b = f.run(*w);
+      CHECK(b.pad_untouched);
+      CHECK(same_bits(a.out.data(), b.out.data(), a.out.size()));
+      check_reference(f, *w);  // and the values are right (against the host reference on the bf16 values)
     }
   }
 }

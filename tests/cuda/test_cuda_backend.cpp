@@ -13,13 +13,13 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// fp32 keys and values, every layer, every position.
-double slot_gb(const ModelConfig& c, int context) {
-  return double(c.num_layers) * context * c.num_kv_heads * c.head_dim * 4.0 * 2.0 / 1e9;
+// Keys and values of `elem` bytes each (4: fp32, 2: bf16), every layer, every position.
+double slot_gb(const ModelConfig& c, int context, size_t elem) {
+  return double(c.num_layers) * context * c.num_kv_heads * c.head_dim * double(elem) * 2.0 / 1e9;
 }
 
-size_t block_bytes(const ModelConfig& c, int block_size) {
-  return size_t(c.num_layers) * size_t(block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * 4 * 2;
+size_t block_bytes(const ModelConfig& c, int block_size, size_t elem) {
+  return size_t(c.num_layers) * size_t(block_size) * size_t(c.num_kv_heads) * size_t(c.head_dim) * elem * 2;
 }
 
 // Exact-path windows (gemm_min_rows 17, as the server runs with speculation on): every window below has at
@@ -57,10 +57,15 @@ TEST_CASE("the KV budget decides how many blocks the pool has, and one that hold
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
   const ModelConfig& c = model->config;
+  // bf16 keeps each value in 2 bytes, fp32 (the default) in 4.
+  const DType kv = GENERATE(DType::BF16, DType::F32);
+  const size_t e = kv == DType::BF16 ? 2 : 4;
+  INFO("kv_cache_dtype " << dtype_name(kv));
   CudaBackendOptions o;
+  o.kv_cache_dtype = kv;
   o.max_slots = 8;
   o.max_context = 64;  // 4 blocks of 16 per slot
-  o.kv_cache_gb = 14.5 * double(block_bytes(c, 16)) / 1e9;
+  o.kv_cache_gb = 14.5 * double(block_bytes(c, 16, e)) / 1e9;
   CudaBackend paged(*model, o);
   // Every slot may open; the pool holds 14 whole blocks (3.5 contexts).
   CHECK(paged.info().max_slots == 8);
@@ -68,15 +73,15 @@ TEST_CASE("the KV budget decides how many blocks the pool has, and one that hold
   CHECK(paged.info().kv_blocks == 14);
   CHECK(paged.info().kv_free_blocks == 14);
   // The pool's blocks plus the one scratch block that padding rows of bucketed windows write.
-  CHECK(paged.memory().kv_bytes == 15 * block_bytes(c, 16));
+  CHECK(paged.memory().kv_bytes == 15 * block_bytes(c, 16, e));
   CHECK(paged.memory().weights_bytes > 0);
   CHECK(paged.memory().free_bytes > 0);
 
-  o.kv_cache_gb = 0.5 * double(block_bytes(c, 16)) / 1e9;
+  o.kv_cache_gb = 0.5 * double(block_bytes(c, 16, e)) / 1e9;
   CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("holds no block of 16 positions"));
 
   // A budget beyond every slot's whole context is capped there.
-  o.kv_cache_gb = 100 * slot_gb(c, 64);
+  o.kv_cache_gb = 100 * slot_gb(c, 64, e);
   o.max_slots = 2;
   CHECK(CudaBackend(*model, o).info().kv_blocks == 8);
 
@@ -91,11 +96,11 @@ TEST_CASE("the KV budget decides how many blocks the pool has, and one that hold
   // An explicit block count wins over the budget, and the block size is the option's.
   o.kv_blocks = 5;
   o.kv_block_size = 32;
-  o.kv_cache_gb = 100 * slot_gb(c, 64);
+  o.kv_cache_gb = 100 * slot_gb(c, 64, e);
   CudaBackend explicit_pool(*model, o);
   CHECK(explicit_pool.info().kv_blocks == 5);
   CHECK(explicit_pool.info().kv_block_size == 32);
-  CHECK(explicit_pool.memory().kv_bytes == 6 * block_bytes(c, 32));
+  CHECK(explicit_pool.memory().kv_bytes == 6 * block_bytes(c, 32, e));
 }
 
 TEST_CASE("bad options are refused naming the option") {
@@ -116,6 +121,12 @@ TEST_CASE("bad options are refused naming the option") {
   o = CudaBackendOptions{};
   o.kv_blocks = -1;
   CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("kv_blocks must not be negative, found -1"));
+  o = CudaBackendOptions{};
+  o.kv_cache_dtype = DType::F16;
+  CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("kv_cache_dtype must be f32 or bf16"));
+  o = CudaBackendOptions{};
+  o.split_gemm_max_rows = -1;
+  CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("split_gemm_max_rows must be >= 0"));
 }
 
 TEST_CASE("bad windows on the GPU throw strata::Error naming the problem and change no state") {

@@ -39,6 +39,7 @@ struct Shape {
 struct Result {
   float max_ref = 0.0f, max_err = 0.0f;
   size_t out16_mismatches = 0;
+  size_t bf16_arena_mismatches = 0;  // the same window on a bf16 arena of the K/V values rounded: bit for bit
   bool pad_untouched = true;
   float flash_ms = 0.0f, ref_ms = 0.0f;
 };
@@ -82,6 +83,16 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
   d_qkv.put(qkv);
   d_k.put(kh);
   d_v.put(vh);
+  Dev<uint16_t> d_k16(arena), d_v16(arena);
+  {
+    std::vector<uint16_t> k16(arena), v16(arena);
+    for (size_t i = 0; i < arena; ++i) {
+      k16[i] = bf16_rn(kh[i]);
+      v16[i] = bf16_rn(vh[i]);
+    }
+    d_k16.put(k16);
+    d_v16.put(v16);
+  }
   Dev<int32_t> d_table(table.size());
   d_table.put(table);
   Dev<int> d_pos(rows), d_slot(rows), d_tf(n_tiles), d_tr(n_tiles), d_nt(1);
@@ -165,6 +176,20 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
 
+  // The kernel rounds fp32 K/V to bf16 (nearest even) before any math, so an arena that stores those values
+  // gives the same bits.
+  Dev<float> got_b(out_n);
+  got_b.put(nan_fill);
+  AttentionParams bp = fp;
+  bp.kv.k = d_k16.p;
+  bp.kv.v = d_v16.p;
+  bp.kv.type = KvType::BF16;
+  bp.out = got_b.p;
+  bp.out16 = Bf16Out{};
+  launch_flash_attention(bp, nullptr);
+  CU(cudaDeviceSynchronize());
+  const auto gb = got_b.get();
+
   const auto r = ref.get(), g = got.get();
   const auto g16 = got16.get();
   const size_t n = size_t(rows) * q_dim;
@@ -173,6 +198,7 @@ Result run_case(const Shape& sh, const std::vector<Segment>& segs, unsigned seed
     const float d = std::fabs(g[i] - r[i]);
     if (!(d <= res.max_err)) res.max_err = std::isnan(d) ? INFINITY : std::max(res.max_err, d);
     if (g16[i] != bf16_rn(g[i]) || g16[n + i] != bf16_rem(g[i])) ++res.out16_mismatches;
+    if (std::memcmp(&g[i], &gb[i], 4) != 0) ++res.bf16_arena_mismatches;
   }
   for (size_t i = n; i < out_n; ++i)
     if (!std::isnan(g[i])) res.pad_untouched = false;
@@ -187,6 +213,7 @@ void check(const Result& r) {
   CHECK(std::isfinite(r.max_err));
   CHECK(r.max_err <= 2e-2f * r.max_ref);
   CHECK(r.out16_mismatches == 0);
+  CHECK(r.bf16_arena_mismatches == 0);
   CHECK(r.pad_untouched);
 }
 
