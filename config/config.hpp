@@ -13,7 +13,7 @@ namespace strata {
 
 enum class Device { Auto, Cpu, Cuda };
 enum class SpecMode { Off, Ngram, Draft };
-enum class KvDType { Auto, F32, BF16 };  // auto: f32 (server/cli/model_runtime.cpp says why)
+enum class KvDType { Auto, F32, BF16 };  // auto: bf16 on CUDA, f32 on the CPU backend
 
 const char* device_name(Device d);        // "auto", "cpu", "cuda"
 const char* spec_mode_name(SpecMode m);   // "off", "ngram", "draft"

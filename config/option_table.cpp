@@ -200,7 +200,7 @@ std::vector<OptionSpec> make_table() {
                    kScopeModel, [](Config& c) -> bool& { return c.backend.batch_invariant; }));
   t.push_back(choice<KvDType>("kv-cache-dtype", M,
                               "What the KV cache stores: bf16 (half the memory, each K/V value rounded once) or f32; "
-                              "auto = f32",
+                              "auto = bf16 on CUDA, f32 on the CPU backend",
                               kScopeModel, [](Config& c) -> KvDType& { return c.backend.kv_cache_dtype; },
                               {{"auto", KvDType::Auto}, {"f32", KvDType::F32}, {"bf16", KvDType::BF16}}));
   t.push_back(integer("kv-block-size", M, "Positions per paged KV block (CPU backend)", kScopeModel,

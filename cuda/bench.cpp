@@ -172,7 +172,7 @@ int run_bench_command(int argc, char** argv) {
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
-  DType kv_dtype = DType::F32;
+  DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
   auto parse_list = [](const char* arg, std::vector<int>* out) {
     out->clear();

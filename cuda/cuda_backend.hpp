@@ -38,9 +38,10 @@ struct CudaBackendOptions {
   int kv_blocks = 0;
   int kv_block_size = 16;
   bool prefix_caching = true;
-  // What the KV arena stores: BF16 (half the memory and the attention kernels' bytes; each K/V value rounded
-  // once when stored) or F32 (exact). CpuBackendOptions has the same option, so parity checks compare like
-  // for like.
+  // What the KV arena stores: BF16 (half the memory; each K/V value rounded once when stored; decode windows
+  // on the GEMM path take the tensor-core attention kernel, which needs it; head_dim a multiple of 8) or F32
+  // (exact, any head_dim). The server picks BF16 where it can (--kv-cache-dtype auto). CpuBackendOptions has
+  // the same option, so parity checks compare like for like.
   DType kv_cache_dtype = DType::F32;
   double kv_cache_gb = 0.0;     // > 0: the KV pool's size in GB (1e9 bytes)
   double gpu_memory_fraction = 0.0;  // > 0 (and kv_cache_gb == 0): KV takes what is left of this fraction of

@@ -43,6 +43,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // Tensor-core attention pays off for query tiles of many rows (prompt chunks); a window of mostly one-row tiles
   // (a decode batch) reads less through the fp32 kernel, which keeps a GQA group's heads on one K/V load.
   const bool flash = use_gemm && flash_attention_supports(HD) && T >= 4 * shape.tiles_cap;
+  // Other windows on the GEMM path (decode batches) from a bf16 arena: the group's heads share tensor-core
+  // tiles, reading each K/V tile once.
+  const bool tc = use_gemm && !flash && attention_tc_supports(HD, ctx.kv.type);
 
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
   launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn, in16,
@@ -94,6 +97,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     ap.kv = kv;
     if (flash)  // prompt windows (tolerance path): tensor cores
       launch_flash_attention(ap, stream);
+    else if (tc)
+      launch_attention_tc(ap, stream);
     else
       launch_attention(ap, stream);
     matmul(Ly.wo, ws.att, ws.tmp);

@@ -144,15 +144,23 @@ __device__ __forceinline__ void copy_rows_bf16(float4* dst, int stride4, const v
       lane < nrows ? kv_row<__nv_bfloat16>(base, a.kv, slot, s_begin + j0 + lane) + head_off : b0;
   const unsigned long long mine_u = reinterpret_cast<unsigned long long>(mine);
   const int hd8 = hd / 8;
-#pragma unroll 4
-  for (int i = 0; i < hd8; ++i) {  // 32 * hd8 pieces of 8 values
-    const int c = lane + 32 * i, r = c / hd8, u = c - r * hd8;
-    const uint4* src = reinterpret_cast<const uint4*>(__shfl_sync(kFull, mine_u, r));
-    if (r < nrows) {
-      const uint4 w = __ldg(src + u);
-      float4* d = dst + size_t(j0 + r) * stride4 + 2 * u;
-      d[0] = make_float4(bf16_lo(w.x), bf16_hi(w.x), bf16_lo(w.y), bf16_hi(w.y));
-      d[1] = make_float4(bf16_lo(w.z), bf16_hi(w.z), bf16_lo(w.w), bf16_hi(w.w));
+  constexpr int kBatch = 8;  // loads in flight per lane before the first store
+  for (int i0 = 0; i0 < hd8; i0 += kBatch) {  // 32 * hd8 pieces of 8 values
+    uint4 w[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int c = lane + 32 * (i0 + b), r = c / hd8, u = c - r * hd8;
+      const uint4* src = reinterpret_cast<const uint4*>(__shfl_sync(kFull, mine_u, min(r, 31)));
+      w[b] = i0 + b < hd8 && r < nrows ? __ldg(src + u) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int c = lane + 32 * (i0 + b), r = c / hd8, u = c - r * hd8;
+      if (i0 + b < hd8 && r < nrows) {
+        float4* d = dst + size_t(j0 + r) * stride4 + 2 * u;
+        d[0] = make_float4(bf16_lo(w[b].x), bf16_hi(w[b].x), bf16_lo(w[b].y), bf16_hi(w[b].y));
+        d[1] = make_float4(bf16_lo(w[b].z), bf16_hi(w[b].z), bf16_lo(w[b].w), bf16_hi(w[b].w));
+      }
     }
   }
 }
@@ -401,7 +409,6 @@ size_t attention_smem_bytes(int hd) { return layout_bytes(hd, alias_kv(hd)); }
 void configure_attention(int head_dim) {
   // The attribute is only a cap: set it for the largest head_dim, so configuring one head_dim never
   // breaks another.
-  (void)head_dim;
   size_t bytes = layout_bytes(kMaxHeadDim, true);
   for (int hd = 4; hd <= kMaxHeadDim; hd += 4) bytes = std::max(bytes, attention_smem_bytes(hd));
   const int optin = smem_optin();
@@ -411,9 +418,9 @@ void configure_attention(int head_dim) {
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<false, false>, attr, int(bytes)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_partial<true, true>, attr, int(bytes)));
   configure_attention_ring();
+  configure_attention_tc(head_dim);
 }
 
-static void launch_combine(const AttentionParams& a, cudaStream_t stream);
 
 void attn::check_bf16_arena(const AttentionParams& a, bool vec) {
   if (!vec || a.head_dim % 8 != 0 || a.kv.kv_dim % 8 != 0 || a.kv.layer_offset % 8 != 0)
@@ -456,7 +463,7 @@ void launch_attention(const AttentionParams& a, cudaStream_t stream) {
   launch_combine(a, stream);
 }
 
-static void launch_combine(const AttentionParams& a, cudaStream_t stream) {
+void attn::launch_combine(const AttentionParams& a, cudaStream_t stream) {
   const dim3 cgrid(a.rows, (a.n_heads + kCombineWarps - 1) / kCombineWarps);
   const int cthreads = kCombineWarps * 32;
   if (a.head_dim <= 32) launch_kernel(attention_combine<1>, cgrid, cthreads, 0, stream, a);

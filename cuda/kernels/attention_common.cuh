@@ -99,6 +99,8 @@ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 
 
 // Throws strata::Error unless a bf16 arena can be read with 16-byte loads of 8 values (attention.cu).
 void check_bf16_arena(const AttentionParams& a, bool vec);
+// The second kernel of every split-wise attention form: merges each row's splits (attention.cu).
+void launch_combine(const AttentionParams& a, cudaStream_t stream);
 
 }  // namespace attn
 }  // namespace cuda

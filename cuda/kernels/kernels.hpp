@@ -112,6 +112,14 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream);
 void configure_attention_ring();
 void launch_attention_partial_ring(const AttentionParams& p, cudaStream_t stream);
 
+// Tensor-core attention for the GEMM path's decode windows from a bf16 arena (attention_decode.cu): the
+// inputs and outputs of launch_attention, q and P split into bf16 hi + remainder for near-fp32 products, but
+// not its summation order, so the tolerance path only. head_dim 64 or 128 with a bf16 arena, else
+// strata::Error at launch. configure_attention configures it.
+bool attention_tc_supports(int head_dim, KvType kv);
+void configure_attention_tc(int head_dim);
+void launch_attention_tc(const AttentionParams& p, cudaStream_t stream);
+
 // Tensor-core attention for prompt windows (flash_attention.cu): the same inputs and outputs as
 // launch_attention (part_acc / part_ml unused), q/k/v/p rounded to bf16 with fp32 sums, so the tolerance path
 // only (windows that take the GEMM path). head_dim 64 or 128, else strata::Error at launch.

@@ -40,12 +40,13 @@ struct BackendShape {
   KvDType kv_cache_dtype = KvDType::Auto;
 };
 
-// --kv-cache-dtype on a backend. auto is f32 on both: on CUDA a bf16 cache halves the KV memory but the decode
-// attention kernels are not bound by its bytes, so it costs 3-5 % of decode (docs/PERFORMANCE.md, run 12).
-DType kv_dtype_for(KvDType d, bool cuda) {
-  (void)cuda;
+// --kv-cache-dtype on a backend: auto is bf16 on CUDA where head_dim allows it (half the KV memory, and decode
+// batches take the tensor-core attention kernel, which reads a bf16 arena: +17 % at 64 streams of the 8B shape,
+// docs/PERFORMANCE.md), f32 on the CPU backend (the reference).
+DType kv_dtype_for(KvDType d, bool cuda, const ModelConfig& mc) {
+  if (d == KvDType::F32) return DType::F32;
   if (d == KvDType::BF16) return DType::BF16;
-  return DType::F32;
+  return cuda && mc.head_dim % 8 == 0 ? DType::BF16 : DType::F32;
 }
 
 // What both backends' options take from the shape: sequences, context and the paged KV pool.
@@ -67,7 +68,7 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
 #ifdef STRATA_HAVE_CUDA
   if (device == Device::Cuda) {
     CudaBackendOptions opts = pool_options<CudaBackendOptions>(shape);
-    opts.kv_cache_dtype = kv_dtype_for(shape.kv_cache_dtype, true);
+    opts.kv_cache_dtype = kv_dtype_for(shape.kv_cache_dtype, true, model->config);
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
     // With speculation on, windows of up to 16 rows take the skinny kernel (a verify window must give each row
@@ -86,7 +87,7 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
 #endif
   CpuBackendOptions opts = pool_options<CpuBackendOptions>(shape);
   opts.threads = shape.threads;
-  opts.kv_cache_dtype = kv_dtype_for(shape.kv_cache_dtype, false);
+  opts.kv_cache_dtype = kv_dtype_for(shape.kv_cache_dtype, false, model->config);
   return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(*model, opts); };
 }
 

@@ -57,7 +57,7 @@ TEST_CASE("the KV budget decides how many blocks the pool has, and one that hold
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
   const ModelConfig& c = model->config;
-  // bf16 keeps each value in 2 bytes, fp32 (the default) in 4.
+  // bf16 keeps each value in 2 bytes, fp32 in 4.
   const DType kv = GENERATE(DType::BF16, DType::F32);
   const size_t e = kv == DType::BF16 ? 2 : 4;
   INFO("kv_cache_dtype " << dtype_name(kv));

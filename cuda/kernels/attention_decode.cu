@@ -1,0 +1,334 @@
+// Tensor-core attention for the windows of the GEMM path that flash_attention.cu does not take: decode
+// batches, with the single rows and short tiles that share their windows (launch_attention_tc in
+// kernels.hpp), from a bf16 KV arena. Same inputs and outputs as launch_attention: a block per (query tile,
+// kv head, split of kAttnSplit positions) writes the split's (max, sum) and unnormalized P.V of every query
+// vector it serves to part_ml / part_acc, and attention.cu's combine kernel merges the splits.
+//
+// Why a new kernel: the fp32 kernels spend their time on shared-memory traffic and arithmetic, not on the
+// K/V bytes (128 decode rows of the 8B shape: 154 us per layer from fp32, 174 from bf16, where the bytes
+// take 47 us from bf16 at the copy bandwidth). Here the GQA group's query heads share the mma's M rows, so a
+// K/V tile in shared memory is read once by the tensor cores for the whole group: M = 16 query vectors
+// (rows x heads of the tile, in chunks of 16), N = positions, K = head dims.
+//
+// The block copies the split's K and V rows (cp.async, as stored) into shared memory once; each of its 8
+// warps takes 16 of the split's positions: S = Q K^T by mma (K fragments by ldmatrix), mask past each
+// vector's own position, the warp's max and sum (quad butterflies), O = P V (V by ldmatrix.trans); then the
+// warps' results are merged in warp order through shared memory. Numbers: K and V are exact (bf16 values);
+// q and P are split into bf16 hi + remainder (two mma each), so the products keep near-fp32 accuracy, with
+// fp32 sums. This is not the staged kernel's order, so it serves only the tolerance path (windows on cuBLAS),
+// never verify windows or --batch-invariant.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/kernels/attention_common.cuh"
+#include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/kv_access.cuh"
+#include "cuda/kernels/launch.cuh"
+
+namespace strata {
+namespace cuda {
+namespace {
+
+using namespace attn;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kS = kAttnSplit;          // positions of one block
+constexpr int kWarpPos = kS / kWarps;  // positions of one warp
+constexpr int kPad = 8;                 // bf16 padding per shared row: ldmatrix rows hit distinct banks
+constexpr int kM = 16;                  // query vectors per mma chunk
+constexpr int kMergeRows = 4;           // query vectors merged per round (a decode row's GQA group of 4 in one)
+static_assert(kWarpPos == 16, "a warp's positions are 2 n8 blocks and one k16 step");
+static_assert(kS <= kThreads, "one block-table lookup per thread");
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+// hi = rn(a, b) and the remainders' rounding: a = hi + rem to about 16 significant bits.
+__device__ __forceinline__ void split2(float a, float b, uint32_t& hi, uint32_t& rem) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  rem = pack2(__fsub_rn(a, __low2float(h)), __fsub_rn(b, __high2float(h)));
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const __nv_bfloat16* p, bool trans) {
+  const uint32_t addr = smem_u32(p);
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(kFull, v, 1));
+  return fmaxf(v, __shfl_xor_sync(kFull, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v = __fadd_rn(v, __shfl_xor_sync(kFull, v, 1));
+  return __fadd_rn(v, __shfl_xor_sync(kFull, v, 2));
+}
+
+// Shared memory: K and V [kS][HD + kPad] bf16, the split's row offsets [kS] (int64), the merge buffer
+// [kWarps][kMergeRows][HD + 4] fp32 and each warp's (max, sum) of the chunk's vectors [kWarps][kM][2].
+template <int HD>
+struct Smem {
+  static constexpr int LD = HD + kPad;
+  static constexpr int MLD = HD + 4;
+  static constexpr size_t k_off = 0;
+  static constexpr size_t v_off = k_off + size_t(kS) * LD * 2;
+  static constexpr size_t off_off = v_off + size_t(kS) * LD * 2;
+  static constexpr size_t merge_off = off_off + size_t(kS) * 8;
+  static constexpr size_t ml_off = merge_off + size_t(kWarps) * kMergeRows * MLD * 4;
+  static constexpr size_t bytes = ml_off + size_t(kWarps) * kM * 2 * 4;
+};
+
+template <int HD>
+__global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams a) {
+  using S = Smem<HD>;
+  constexpr int LD = S::LD, KS = HD / 16, NB = HD / 8, U = HD / 8;
+  pdl_wait();
+  pdl_launch_dependents();
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(smem + S::k_off);
+  __nv_bfloat16* vs = reinterpret_cast<__nv_bfloat16*>(smem + S::v_off);
+  long long* sOff = reinterpret_cast<long long*>(smem + S::off_off);
+  float* merge = reinterpret_cast<float*>(smem + S::merge_off);
+  float* sML = reinterpret_cast<float*>(smem + S::ml_off);
+
+  const int tile = blockIdx.z;
+  if (tile >= load_now(a.n_tiles)) return;
+  const int row0 = a.tile_first[tile], nq = a.tile_rows[tile];
+  const int G = a.n_heads / a.n_kv_heads, g = blockIdx.y;
+  const int split = blockIdx.x, s_begin = split * kS;
+  const int p0 = a.pos[row0], slot = a.slot[row0];
+  if (s_begin > p0 + nq - 1) return;
+  const int nsp = min(kS, p0 + nq - s_begin);  // positions of the split any row of the tile reads
+  const int lim = p0 + 1 - s_begin;            // row r reads split positions j < lim + r
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int gid = lane >> 2, tig = lane & 3;
+
+  if (tid < nsp) sOff[tid] = static_cast<long long>(kv_offset(a.kv, slot, s_begin + tid)) + static_cast<long long>(g) * HD;
+  __syncthreads();
+  const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(a.kv.k);
+  const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(a.kv.v);
+  for (int i = tid; i < nsp * U; i += kThreads) {  // consecutive threads: consecutive 16 bytes of a row
+    const int j = i / U, u = i - j * U;
+    cp_async16(ks + j * LD + 8 * u, kb + sOff[j] + 8 * u);
+    cp_async16(vs + j * LD + 8 * u, vb + sOff[j] + 8 * u);
+  }
+  cp_async_commit();
+  // V rows past the split's last are zeros (their P is zero; 0 x garbage could be NaN). K rows there are
+  // never used unmasked.
+  for (int i = tid; i < (kS - nsp) * U; i += kThreads) {
+    const int j = nsp + i / U, u = i % U;
+    *reinterpret_cast<uint4*>(vs + j * LD + 8 * u) = make_uint4(0, 0, 0, 0);
+  }
+
+  const int Q = nq * G;  // query vector qi: row qi / G of the tile, head g G + qi % G
+  const int jw = warp * kWarpPos;
+  for (int c0 = 0; c0 < Q; c0 += kM) {
+    // q of vectors c0 + gid (fragment rows 0-7) and c0 + gid + 8 (rows 8-15) as hi and remainder A fragments.
+    uint32_t qh[KS][4], ql[KS][4];
+    int rr[2];
+    bool ok[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int qi = c0 + gid + 8 * half;
+      ok[half] = qi < Q;
+      rr[half] = ok[half] ? qi / G : 0;
+    }
+    {
+      const float* qp[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int qi = min(c0 + gid + 8 * half, Q - 1);
+        qp[half] = a.qkv + size_t(row0 + qi / G) * a.qkv_stride + size_t(g * G + qi % G) * HD;
+      }
+#pragma unroll
+      for (int s = 0; s < KS; ++s) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {  // e: (rows 0-7 | 8-15) x (dims 2t | 2t + 8)
+          const int half = e & 1, d = 16 * s + 2 * tig + 8 * (e >> 1);
+          const float2 v = ok[half] ? *reinterpret_cast<const float2*>(qp[half] + d) : make_float2(0.0f, 0.0f);
+          split2(v.x, v.y, qh[s][e], ql[s][e]);
+        }
+      }
+    }
+    if (c0 == 0) {
+      cp_async_wait<0>();
+      __syncthreads();  // K and V (and V's zero rows) visible to every warp
+    }
+
+    // S for the warp's positions jw + 8 n + (2 tig, 2 tig + 1), n < 2: rows gid ([0], [1]) and gid + 8 ([2], [3]).
+    float sc[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < KS; s += 2) {
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+        uint32_t b[4];
+        ldsm_x4(b, ks + (jw + 8 * n + (lane & 7)) * LD + 16 * s + 8 * (lane >> 3), false);
+        mma(sc[n], qh[s], b[0], b[1]);
+        mma(sc[n], ql[s], b[0], b[1]);
+        mma(sc[n], qh[s + 1], b[2], b[3]);
+        mma(sc[n], ql[s + 1], b[2], b[3]);
+      }
+    }
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int half = e >> 1, j = jw + 8 * n + 2 * tig + (e & 1);
+        const bool in = ok[half] && j < lim + rr[half];
+        sc[n][e] = in ? __fmul_rn(sc[n][e], a.scale) : -INFINITY;
+        mx[half] = fmaxf(mx[half], sc[n][e]);
+      }
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int half = 0; half < 2; ++half) mx[half] = quad_max(mx[half]);
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int half = e >> 1;
+        const float p = sc[n][e] == -INFINITY ? 0.0f : expf(__fsub_rn(sc[n][e], mx[half]));
+        sc[n][e] = p;
+        sum[half] = __fadd_rn(sum[half], p);
+      }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) sum[half] = quad_sum(sum[half]);
+
+    // O = P V over the warp's 16 positions, one k16 step of S blocks 0 and 1. ldmatrix.trans matrix i:
+    // positions jw + 8 (i & 1) + (lane & 7), dims 8 (n + (i >> 1)).
+    float o[NB][4];
+#pragma unroll
+    for (int n = 0; n < NB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    {
+      uint32_t ph[4], pl[4];
+      split2(sc[0][0], sc[0][1], ph[0], pl[0]);
+      split2(sc[0][2], sc[0][3], ph[1], pl[1]);
+      split2(sc[1][0], sc[1][1], ph[2], pl[2]);
+      split2(sc[1][2], sc[1][3], ph[3], pl[3]);
+      const int mi = lane >> 3;
+      const __nv_bfloat16* vrow = vs + (jw + 8 * (mi & 1) + (lane & 7)) * LD + 8 * (mi >> 1);
+#pragma unroll
+      for (int n = 0; n < NB; n += 2) {
+        uint32_t b[4];
+        ldsm_x4(b, vrow + 8 * n, true);
+        mma(o[n], ph, b[0], b[1]);
+        mma(o[n], pl, b[0], b[1]);
+        mma(o[n + 1], ph, b[2], b[3]);
+        mma(o[n + 1], pl, b[2], b[3]);
+      }
+    }
+
+    // Merge the warps in warp order: M = max of the warps' maxima, each warp's part weighted by exp(m_w - M),
+    // kMergeRows vectors per round: every warp writes its weighted rows, then a thread per (vector, dim) adds
+    // them in warp order.
+    if (tig == 0) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        sML[(warp * kM + gid + 8 * half) * 2] = mx[half];
+        sML[(warp * kM + gid + 8 * half) * 2 + 1] = sum[half];
+      }
+    }
+    __syncthreads();
+    float f[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int m = gid + 8 * half;
+      float M = -INFINITY;
+      for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sML[(w * kM + m) * 2]);
+      f[half] = mx[half] == -INFINITY ? 0.0f : expf(__fsub_rn(mx[half], M));
+    }
+    const int nv = min(kM, Q - c0);  // vectors of this chunk
+    for (int m0 = 0; m0 < nv; m0 += kMergeRows) {
+#pragma unroll
+      for (int n = 0; n < NB; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int m = gid + 8 * (e >> 1) - m0, d = 8 * n + 2 * tig + (e & 1);
+          if (m >= 0 && m < kMergeRows) merge[(warp * kMergeRows + m) * S::MLD + d] = __fmul_rn(o[n][e], f[e >> 1]);
+        }
+      __syncthreads();
+      for (int i = tid; i < kMergeRows * HD; i += kThreads) {
+        const int mr = i / HD, d = i - mr * HD, m = m0 + mr, qi = c0 + m;
+        if (m >= nv) break;
+        const int r = qi / G;
+        if (lim + r <= 0) continue;  // the vector's row ends before this split: never read
+        float acc = merge[mr * S::MLD + d];
+        for (int w = 1; w < kWarps; ++w) acc = __fadd_rn(acc, merge[(w * kMergeRows + mr) * S::MLD + d]);
+        const size_t cell = (size_t(row0 + r) * a.n_heads + size_t(g * G + qi % G)) * a.max_splits + split;
+        a.part_acc[cell * HD + d] = acc;
+        if (d == 0) {
+          float M = -INFINITY, L = 0.0f;
+          for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sML[(w * kM + m) * 2]);
+          for (int w = 0; w < kWarps; ++w) {
+            const float mw = sML[(w * kM + m) * 2];
+            if (mw != -INFINITY) L = __fadd_rn(L, __fmul_rn(sML[(w * kM + m) * 2 + 1], expf(__fsub_rn(mw, M))));
+          }
+          a.part_ml[cell * 2] = M;
+          a.part_ml[cell * 2 + 1] = L;
+        }
+      }
+      __syncthreads();  // the merge buffer is rewritten next round
+    }
+    __syncthreads();  // the next chunk rewrites sML and the merge buffer
+  }
+}
+
+template <int HD>
+void configure_hd() {
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(Smem<HD>::bytes)));
+}
+
+}  // namespace
+
+bool attention_tc_supports(int head_dim, KvType kv) {
+  return kv == KvType::BF16 && (head_dim == 64 || head_dim == 128);
+}
+
+void configure_attention_tc(int head_dim) {
+  if (head_dim == 64) configure_hd<64>();
+  if (head_dim == 128) configure_hd<128>();
+}
+
+void launch_attention_tc(const AttentionParams& a, cudaStream_t stream) {
+  if (a.rows <= 0) return;
+  if (!attention_tc_supports(a.head_dim, a.kv.type))
+    throw Error("cuda attention_tc: needs a bf16 KV arena and head_dim 64 or 128 (head_dim " +
+                std::to_string(a.head_dim) + ")");
+  if (a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0 || a.kv.kv_dim != a.n_kv_heads * a.head_dim)
+    throw Error("cuda attention_tc: heads " + std::to_string(a.n_heads) + "/" + std::to_string(a.n_kv_heads) +
+                " or kv_dim " + std::to_string(a.kv.kv_dim) + " unsupported");
+  if (a.kv.layer_offset % 8 != 0 || !aligned16(a.kv.k) || !aligned16(a.kv.v) || a.qkv_stride % 2 != 0)
+    throw Error("cuda attention_tc: the KV arena or qkv rows are misaligned");
+  const dim3 grid(a.grid_splits, a.n_kv_heads, a.max_tiles);
+  if (a.head_dim == 64)
+    launch_kernel(attention_tc_kernel<64>, grid, kThreads, Smem<64>::bytes, stream, a);
+  else
+    launch_kernel(attention_tc_kernel<128>, grid, kThreads, Smem<128>::bytes, stream, a);
+  STRATA_CUDA_CHECK_LAUNCH();
+  launch_combine(a, stream);
+}
+
+}  // namespace cuda
+}  // namespace strata
