@@ -295,6 +295,7 @@ struct CudaBackend::Impl {
     fwd.cublas = cublas;
     fwd.gemm_min_rows = opts.gemm_min_rows;
     fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
+    fwd.attention_tc = opts.attention_tc;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the

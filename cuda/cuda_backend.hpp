@@ -57,6 +57,10 @@ struct CudaBackendOptions {
   // larger windows pass bf16 activations alone. The split costs 1 % of 8B decode at one row, 3 % at 8 and 6 %
   // at 64 (docs/PERFORMANCE.md, run 11).
   int split_gemm_max_rows = 16;
+  // Windows on the GEMM path that flash attention does not take (decode batches) use the tensor-core
+  // attention kernel when the arena is bf16. false keeps the fixed-order kernels there too, so attention gives
+  // a row the bits of its single-row window in every window (the server's choice with speculation on).
+  bool attention_tc = true;
   bool round_weights_to_bf16 = false;  // f16/f32 checkpoints: round matrices to bf16 (half the memory)
                                        // instead of keeping their exact values in fp32
   DType rope_freq_dtype = DType::F32;  // as CpuBackendOptions: only reference-parity checks change it

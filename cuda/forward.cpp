@@ -45,7 +45,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   const bool flash = use_gemm && flash_attention_supports(HD) && T >= 4 * shape.tiles_cap;
   // Other windows on the GEMM path (decode batches) from a bf16 arena: the group's heads share tensor-core
   // tiles, reading each K/V tile once.
-  const bool tc = use_gemm && !flash && attention_tc_supports(HD, ctx.kv.type);
+  const bool tc = use_gemm && !flash && ctx.attention_tc && attention_tc_supports(HD, ctx.kv.type);
 
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
   launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn, in16,

@@ -80,6 +80,10 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max()
                          : shape.exact_verify  ? kServerGemmMinRows
                                                : 1;
+    // With speculation on, attention keeps the fixed-order kernels in every window, so a verify window of 17+
+    // rows (a batch of slots with drafts) differs from plain decoding in its matmuls only; bit-exact output in
+    // such batches needs --batch-invariant (docs/OPERATIONS.md).
+    opts.attention_tc = !shape.exact_verify;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #else
