@@ -45,16 +45,6 @@ constexpr int kMergeRows = 4;           // query vectors merged per round (a dec
 static_assert(kWarpPos == 16, "a warp's positions are 2 n8 blocks and one k16 step");
 static_assert(kS <= kThreads, "one block-table lookup per thread");
 
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-// hi = rn(a, b) and the remainders' rounding: a = hi + rem to about 16 significant bits.
-__device__ __forceinline__ void split2(float a, float b, uint32_t& hi, uint32_t& rem) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  hi = *reinterpret_cast<const uint32_t*>(&h);
-  rem = pack2(__fsub_rn(a, __low2float(h)), __fsub_rn(b, __high2float(h)));
-}
 
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -165,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
         for (int e = 0; e < 4; ++e) {  // e: (rows 0-7 | 8-15) x (dims 2t | 2t + 8)
           const int half = e & 1, d = 16 * s + 2 * tig + 8 * (e >> 1);
           const float2 v = ok[half] ? *reinterpret_cast<const float2*>(qp[half] + d) : make_float2(0.0f, 0.0f);
-          split2(v.x, v.y, qh[s][e], ql[s][e]);
+          split_bf16x2(v.x, v.y, qh[s][e], ql[s][e]);
         }
       }
     }
@@ -222,10 +212,10 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
     for (int n = 0; n < NB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     {
       uint32_t ph[4], pl[4];
-      split2(sc[0][0], sc[0][1], ph[0], pl[0]);
-      split2(sc[0][2], sc[0][3], ph[1], pl[1]);
-      split2(sc[1][0], sc[1][1], ph[2], pl[2]);
-      split2(sc[1][2], sc[1][3], ph[3], pl[3]);
+      split_bf16x2(sc[0][0], sc[0][1], ph[0], pl[0]);
+      split_bf16x2(sc[0][2], sc[0][3], ph[1], pl[1]);
+      split_bf16x2(sc[1][0], sc[1][1], ph[2], pl[2]);
+      split_bf16x2(sc[1][2], sc[1][3], ph[3], pl[3]);
       const int mi = lane >> 3;
       const __nv_bfloat16* vrow = vs + (jw + 8 * (mi & 1) + (lane & 7)) * LD + 8 * (mi >> 1);
 #pragma unroll

@@ -12,6 +12,16 @@ __device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u 
 
 __device__ __forceinline__ __nv_bfloat16 to_bf16(float f) { return __float2bfloat16_rn(f); }
 
+// Two values as packed bf16 pairs (the lower-indexed value in the low half): hi = (rn(a), rn(b)) and
+// rem = (rn(a - hi.a), rn(b - hi.b)), so a = hi + rem to about 16 significant bits. The one split that the
+// split-activation GEMM inputs, the skinny matmul's activations and the tensor-core attention's q and P use.
+__device__ __forceinline__ void split_bf16x2(float a, float b, uint32_t& hi, uint32_t& rem) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  const __nv_bfloat162 r = __floats2bfloat162_rn(__fsub_rn(a, __low2float(h)), __fsub_rn(b, __high2float(h)));
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  rem = *reinterpret_cast<const uint32_t*>(&r);
+}
+
 // An input of the split-activation GEMM (forward.cpp): v's bf16 rounding at p[0] and, when rem_off != 0, the
 // bf16 rounding of the remainder v - hi at p[rem_off], so hi + rem carries v to about 16 significant bits.
 __device__ __forceinline__ void store_bf16_split(__nv_bfloat16* p, size_t rem_off, float v) {
@@ -21,11 +31,10 @@ __device__ __forceinline__ void store_bf16_split(__nv_bfloat16* p, size_t rem_of
 }
 // The same for two consecutive values (p 4-byte aligned).
 __device__ __forceinline__ void store_bf16x2_split(__nv_bfloat16* p, size_t rem_off, float a, float b) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-  *reinterpret_cast<__nv_bfloat162*>(p) = h;
-  if (rem_off)
-    *reinterpret_cast<__nv_bfloat162*>(p + rem_off) =
-        __floats2bfloat162_rn(__fsub_rn(a, __low2float(h)), __fsub_rn(b, __high2float(h)));
+  uint32_t hi, rem;
+  split_bf16x2(a, b, hi, rem);
+  *reinterpret_cast<uint32_t*>(p) = hi;
+  if (rem_off) *reinterpret_cast<uint32_t*>(p + rem_off) = rem;
 }
 
 // Butterfly sum over a warp: every lane ends with the same value, and the pairing is fixed, so the result

@@ -39,19 +39,10 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
   return r;
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo_k, float hi_k) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo_k, hi_k);  // .x (the lower k) in the low half
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 // Splits 4 consecutive activations into bf16 pairs: hi = rn(x), lo = rn(x - hi).
 __device__ __forceinline__ void split4(const float4& v, uint32_t& h0, uint32_t& h1, uint32_t& l0, uint32_t& l1) {
-  const __nv_bfloat16 a = __float2bfloat16_rn(v.x), b = __float2bfloat16_rn(v.y), c = __float2bfloat16_rn(v.z),
-                      d = __float2bfloat16_rn(v.w);
-  h0 = pack_bf16(__bfloat162float(a), __bfloat162float(b));
-  h1 = pack_bf16(__bfloat162float(c), __bfloat162float(d));
-  l0 = pack_bf16(__fsub_rn(v.x, __bfloat162float(a)), __fsub_rn(v.y, __bfloat162float(b)));
-  l1 = pack_bf16(__fsub_rn(v.z, __bfloat162float(c)), __fsub_rn(v.w, __bfloat162float(d)));
+  split_bf16x2(v.x, v.y, h0, l0);
+  split_bf16x2(v.z, v.w, h1, l1);
 }
 
 __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
