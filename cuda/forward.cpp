@@ -40,11 +40,11 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       launch_matvec(m.ptr, m.type, m.rows, m.cols, x, T, y, stream);
   };
 
-  // Tensor-core attention pays off for query tiles of many rows (prompt chunks); a window of mostly one-row tiles
-  // (a decode batch) reads less through the fp32 kernel, which keeps a GQA group's heads on one K/V load.
+  // Flash attention (one query head per warp, 16 query rows of a tile) pays off for query tiles of many rows
+  // (prompt chunks). Other windows on the GEMM path (decode batches) from a bf16 arena take the decode kernel,
+  // whose mma tiles hold a GQA group's heads, so each K/V tile is read once for the group; from an fp32 arena
+  // (or with attention_tc off) they keep the fixed-order kernel.
   const bool flash = use_gemm && flash_attention_supports(HD) && T >= 4 * shape.tiles_cap;
-  // Other windows on the GEMM path (decode batches) from a bf16 arena: the group's heads share tensor-core
-  // tiles, reading each K/V tile once.
   const bool tc = use_gemm && !flash && ctx.attention_tc && attention_tc_supports(HD, ctx.kv.type);
 
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
