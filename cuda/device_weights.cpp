@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/model/bf16.hpp"
 #include "engine/model/model_tensors.hpp"
 
 namespace strata {
@@ -13,13 +14,6 @@ namespace {
 
 constexpr size_t kAlign = 256;
 constexpr size_t kStagingBytes = size_t(64) << 20;
-
-uint16_t f32_to_bf16_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  if ((b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu)) return uint16_t((b >> 16) | 0x40u);  // quiet NaN
-  return uint16_t((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);  // round to nearest even
-}
 
 // One tensor's destination: `as_f32` says whether it lands as fp32 or bf16.
 struct Piece {
@@ -51,7 +45,7 @@ class Uploader {
         std::memcpy(stage, wide.data() + first, count * 4);
       } else {
         uint16_t* o = reinterpret_cast<uint16_t*>(stage);
-        for (size_t i = 0; i < count; ++i) o[i] = f32_to_bf16_bits(wide[first + i]);
+        for (size_t i = 0; i < count; ++i) o[i] = bf16_bits(wide[first + i]);
       }
       STRATA_CUDA_CHECK(cudaMemcpy(dst + first * esize, stage, count * esize, cudaMemcpyHostToDevice));
       done_ += count * esize;

@@ -5,19 +5,14 @@
 #include <cstring>
 
 #include "engine/core/types.hpp"
+#include "engine/model/bf16.hpp"
 
 namespace strata {
 namespace cpu {
 namespace {
 
 float round_to(DType t, float f) {
-  if (t == DType::BF16) {
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;  // round to nearest even (frequencies are finite)
-    std::memcpy(&f, &b, 4);
-    return f;
-  }
+  if (t == DType::BF16) return round_bf16(f);
   if (t == DType::F16) {
 #if defined(__FLT16_MAX__)
     return float(static_cast<_Float16>(f));

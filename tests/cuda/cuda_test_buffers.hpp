@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/model/bf16.hpp"
+
 #define CU(call) REQUIRE((call) == cudaSuccess)
 
 namespace strata {
@@ -36,20 +38,9 @@ struct Dev {
   }
 };
 
-// fp32 -> bf16 bits, round to nearest even (as the device's __float2bfloat16_rn for finite values).
-inline uint16_t bf16_rn(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-
-inline float bf16_value(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// fp32 -> bf16 bits and back, as the device rounds (engine/model/bf16.hpp).
+inline uint16_t bf16_rn(float f) { return bf16_bits(f); }
+inline float bf16_value(uint16_t b) { return bf16_to_float(b); }
 
 // The split-activation GEMM's pair for v (Bf16Out): hi = bf16(v), then the remainder's rounding bf16(v - hi).
 inline uint16_t bf16_rem(float v) { return bf16_rn(v - bf16_value(bf16_rn(v))); }
