@@ -157,9 +157,7 @@ __device__ __forceinline__ void copy_rows_bf16(float4* dst, int stride4, const v
     for (int b = 0; b < kBatch; ++b) {
       const int c = lane + 32 * (i0 + b), r = c / hd8, u = c - r * hd8;
       if (i0 + b < hd8 && r < nrows) {
-        float4* d = dst + size_t(j0 + r) * stride4 + 2 * u;
-        d[0] = make_float4(bf16_lo(w[b].x), bf16_hi(w[b].x), bf16_lo(w[b].y), bf16_hi(w[b].y));
-        d[1] = make_float4(bf16_lo(w[b].z), bf16_hi(w[b].z), bf16_lo(w[b].w), bf16_hi(w[b].w));
+        widen_bf16x8(w[b], dst + size_t(j0 + r) * stride4 + 2 * u);
       }
     }
   }

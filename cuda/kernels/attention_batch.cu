@@ -270,14 +270,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
     const int j0 = t * kTile, nrows = min(kTile, nsp - j0);
     int r = tid / cu, d = tid - r * cu;
     while (r < nrows) {
-      const float* src = static_cast<const float*>(base) + sOff[j0 + r];  // fp32 arenas only
       if (kBf16) {
         cp_async16(dst + r * cu + d, static_cast<const __nv_bfloat16*>(base) + sOff[j0 + r] + 8 * d);
       } else if (kVec) {
-        cp_async16(dst + r * stride4 + d, src + 4 * d);
+        cp_async16(dst + r * stride4 + d, static_cast<const float*>(base) + sOff[j0 + r] + 4 * d);
       } else {
         float* f = reinterpret_cast<float*>(dst + r * stride4) + d;
-        if (d < hd) cp_async4(f, src + d);
+        if (d < hd) cp_async4(f, static_cast<const float*>(base) + sOff[j0 + r] + d);
         else *f = 0.0f;
       }
       r += csr;
@@ -327,10 +326,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) attention_partial_ring(A
       const int cu = hd / 8, nrows = min(kTile, nsp - (i % nt) * kTile);
       for (int p = tid; p < nrows * cu; p += kThreads) {
         const int r = p / cu, u = p - r * cu;
-        const uint4 w = *reinterpret_cast<const uint4*>(raw + p);
-        float4* d = sWork + r * stride4 + 2 * u;
-        d[0] = make_float4(bf16_lo(w.x), bf16_hi(w.x), bf16_lo(w.y), bf16_hi(w.y));
-        d[1] = make_float4(bf16_lo(w.z), bf16_hi(w.z), bf16_lo(w.w), bf16_hi(w.w));
+        widen_bf16x8(*reinterpret_cast<const uint4*>(raw + p), sWork + r * stride4 + 2 * u);
       }
       __syncthreads();
       return sWork;

@@ -28,6 +28,7 @@
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
 #include "cuda/kernels/launch.cuh"
+#include "cuda/kernels/mma_tile.cuh"
 
 namespace strata {
 namespace cuda {
@@ -45,33 +46,6 @@ constexpr int kMergeRows = 4;           // query vectors merged per round (a dec
 static_assert(kWarpPos == 16, "a warp's positions are 2 n8 blocks and one k16 step");
 static_assert(kS <= kThreads, "one block-table lookup per thread");
 
-
-__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const __nv_bfloat16* p, bool trans) {
-  const uint32_t addr = smem_u32(p);
-  if (trans)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(kFull, v, 1));
-  return fmaxf(v, __shfl_xor_sync(kFull, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v = __fadd_rn(v, __shfl_xor_sync(kFull, v, 1));
-  return __fadd_rn(v, __shfl_xor_sync(kFull, v, 2));
-}
 
 // Shared memory: K and V [kS][HD + kPad] bf16, the split's row offsets [kS] (int64), the merge buffer
 // [kWarps][kMergeRows][HD + 4] fp32 and each warp's (max, sum) of the chunk's vectors [kWarps][kM][2].
@@ -173,11 +147,11 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
         uint32_t b[4];
-        ldsm_x4(b, ks + (jw + 8 * n + (lane & 7)) * LD + 16 * s + 8 * (lane >> 3), false);
-        mma(sc[n], qh[s], b[0], b[1]);
-        mma(sc[n], ql[s], b[0], b[1]);
-        mma(sc[n], qh[s + 1], b[2], b[3]);
-        mma(sc[n], ql[s + 1], b[2], b[3]);
+        ldsm_x4(b, ks + (jw + 8 * n + (lane & 7)) * LD + 16 * s + 8 * (lane >> 3));
+        mma_bf16(sc[n], qh[s], b[0], b[1]);
+        mma_bf16(sc[n], ql[s], b[0], b[1]);
+        mma_bf16(sc[n], qh[s + 1], b[2], b[3]);
+        mma_bf16(sc[n], ql[s + 1], b[2], b[3]);
       }
     }
     float mx[2] = {-INFINITY, -INFINITY};
@@ -221,11 +195,11 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
 #pragma unroll
       for (int n = 0; n < NB; n += 2) {
         uint32_t b[4];
-        ldsm_x4(b, vrow + 8 * n, true);
-        mma(o[n], ph, b[0], b[1]);
-        mma(o[n], pl, b[0], b[1]);
-        mma(o[n + 1], ph, b[2], b[3]);
-        mma(o[n + 1], pl, b[2], b[3]);
+        ldsm_x4_trans(b, vrow + 8 * n);
+        mma_bf16(o[n], ph, b[0], b[1]);
+        mma_bf16(o[n], pl, b[0], b[1]);
+        mma_bf16(o[n + 1], ph, b[2], b[3]);
+        mma_bf16(o[n + 1], pl, b[2], b[3]);
       }
     }
 

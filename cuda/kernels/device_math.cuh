@@ -12,6 +12,12 @@ __device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u 
 
 __device__ __forceinline__ __nv_bfloat16 to_bf16(float f) { return __float2bfloat16_rn(f); }
 
+// 8 consecutive bf16 values (16 bytes, the lower-indexed first) widened into d[0], d[1].
+__device__ __forceinline__ void widen_bf16x8(const uint4& w, float4* d) {
+  d[0] = make_float4(bf16_lo(w.x), bf16_hi(w.x), bf16_lo(w.y), bf16_hi(w.y));
+  d[1] = make_float4(bf16_lo(w.z), bf16_hi(w.z), bf16_lo(w.w), bf16_hi(w.w));
+}
+
 // Two values as packed bf16 pairs (the lower-indexed value in the low half): hi = (rn(a), rn(b)) and
 // rem = (rn(a - hi.a), rn(b - hi.b)), so a = hi + rem to about 16 significant bits. The one split that the
 // split-activation GEMM inputs, the skinny matmul's activations and the tensor-core attention's q and P use.
