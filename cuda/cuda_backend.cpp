@@ -95,6 +95,7 @@ struct CudaBackend::Impl {
       allocate_kv();
       cuda::configure_attention(cfg.head_dim);
       cuda::configure_flash_attention(cfg.head_dim);
+      cuda::configure_gemv();
       report_memory();
     } catch (...) {
       destroy_handles();  // the destructor does not run for a constructor that throws
@@ -296,6 +297,7 @@ struct CudaBackend::Impl {
     fwd.gemm_min_rows = opts.gemm_min_rows;
     fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
     fwd.attention_tc = opts.attention_tc;
+    fwd.fused_gemv = opts.fused_gemv;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the

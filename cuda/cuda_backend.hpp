@@ -61,6 +61,9 @@ struct CudaBackendOptions {
   // attention kernel when the arena is bf16. false keeps the fixed-order kernels there too, so attention gives
   // a row the bits of its single-row window in every window (the server's choice with speculation on).
   bool attention_tc = true;
+  // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
+  // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
+  bool fused_gemv = false;
   bool round_weights_to_bf16 = false;  // f16/f32 checkpoints: round matrices to bf16 (half the memory)
                                        // instead of keeping their exact values in fp32
   DType rope_freq_dtype = DType::F32;  // as CpuBackendOptions: only reference-parity checks change it

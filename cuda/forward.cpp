@@ -24,7 +24,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // The path is a function of the shape: every window with this many rows takes the same kernels, and windows
   // below gemm_min_rows take the skinny kernel whose per-row bits do not depend on the row count.
   const bool use_gemm = T >= ctx.gemm_min_rows;
-  const bool want16 = use_gemm && w.type == WType::BF16;
+  // A one-row window on the GEMM path (decode without speculation) is a pure weight stream: the fused GEMV
+  // reads each matrix once with fp32 activations, and folds the norms, residual adds and SwiGLU into the
+  // matmuls (four launches a layer besides RoPE and attention, against nine).
+  const bool gemv = use_gemm && T == 1 && ctx.fused_gemv && w.type == WType::BF16 && gemv_supports(H) &&
+                    gemv_supports(q_dim) && gemv_supports(FF);
+  const bool want16 = use_gemm && !gemv && w.type == WType::BF16;
   // Split activations on windows of up to split_gemm_max_rows rows: each bf16 input row comes with its
   // remainder row, so the GEMM has 2T columns, reads the weights once, and the hi and remainder products add up
   // to a near-fp32 product (the skinny kernel's accuracy) where the weights, not the FLOPs, set the time.
@@ -47,9 +52,26 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   const bool flash = use_gemm && flash_attention_supports(HD) && T >= 4 * shape.tiles_cap;
   const bool tc = use_gemm && !flash && ctx.attention_tc && attention_tc_supports(HD, ctx.kv.type);
 
+  // y (op) W x on the fused GEMV, norm(x) first when norm is set.
+  auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
+                   const float* bias, float* y) {
+    GemvParams g;
+    g.w = m.ptr;
+    g.n = n;
+    g.k = m.cols;
+    g.x = x;
+    g.norm = norm;
+    g.eps = eps;
+    g.ep = ep;
+    g.bias = bias;
+    g.y = y;
+    launch_gemv(g, stream);
+  };
+
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
-  launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn, in16,
-                     stream);
+  if (!gemv)
+    launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, ws.xn,
+                       in16, stream);
 
   QkvRopeParams qp;
   qp.n_heads = c.num_heads;
@@ -87,7 +109,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     KvLayout kv = ctx.kv;
     kv.layer_offset = l * ctx.kv_layer_stride;
 
-    matmul(Ly.wqkv, ws.xn, ws.qkv);
+    if (gemv)
+      fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+    else
+      matmul(Ly.wqkv, ws.xn, ws.qkv);
     qp.qkv_rem = rem(ws.qkv, ap.qkv_stride);
     qp.bias = Ly.bqkv;
     qp.q_norm = Ly.q_norm;
@@ -101,6 +126,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       launch_attention_tc(ap, stream);
     else
       launch_attention(ap, stream);
+    if (gemv) {
+      fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
+      fused(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
+      fused(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
+      continue;
+    }
     matmul(Ly.wo, ws.att, ws.tmp);
     launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, ws.xn, in16, stream);
     if (use_gemm) {
@@ -115,6 +146,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
                          ws.xn, in16, stream);
   }
   if (R == 0) return;
+  if (gemv) {  // R == 1: the window's one row
+    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits);
+    launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
+    launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
+    return;
+  }
   // Only rows that need an answer pay for the vocabulary projection. Windows on the skinny path keep it there
   // (a row's logits never depend on R); a window on the GEMM path with gemm_min_rows+ output rows (a large decode
   // batch) gives it to cuBLAS too, which reads the 0.25-1 GB matrix once for all of them.

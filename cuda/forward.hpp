@@ -44,6 +44,7 @@ struct ForwardContext {
   int gemm_min_rows = 65;
   int split_gemm_max_rows = 0;  // GEMM windows of up to this many rows split their activations (forward.cpp)
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
+  bool fused_gemv = false;      // CudaBackendOptions::fused_gemv
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

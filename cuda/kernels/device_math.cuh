@@ -18,6 +18,15 @@ __device__ __forceinline__ void widen_bf16x8(const uint4& w, float4* d) {
   d[1] = make_float4(bf16_lo(w.z), bf16_hi(w.z), bf16_lo(w.w), bf16_hi(w.w));
 }
 
+// 16 bytes of weights that are read once per kernel: through the read-only path, not kept in L1.
+__device__ __forceinline__ uint4 load_stream(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
 // Two values as packed bf16 pairs (the lower-indexed value in the low half): hi = (rn(a), rn(b)) and
 // rem = (rn(a - hi.a), rn(b - hi.b)), so a = hi + rem to about 16 significant bits. The one split that the
 // split-activation GEMM inputs, the skinny matmul's activations and the tensor-core attention's q and P use.

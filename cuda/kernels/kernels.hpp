@@ -144,6 +144,32 @@ void launch_matvec(const void* w, WType t, int n, int k, const float* x, int row
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
                           cudaStream_t stream);
 
+// The single-row matmul of the tolerance path (gemv.cu; forward.cpp sends one-row windows on the GEMM path
+// here): y = W x for one fp32 activation row x of k floats and bf16 weights W [n][k] (Swiglu: [2 n][k], the
+// gate rows then the up rows), fp32 products and sums, with the sub-layer's neighbours fused:
+// - norm set: the input is the RMS-normed row, norm * (x * 1 / sqrt(mean(x^2) + eps)), as launch_add_rmsnorm
+//   computes it;
+// - Store: y[j] = (W x)[j]; Residual: y is the residual row, y[j] = y[j] + ((W x)[j] + bias[j]) (bias
+//   optional); Swiglu: y[j] = silu(gate_j) * up_j, rounded as launch_swiglu rounds it.
+// Deterministic for the shapes, but not the skinny kernel's bits (windows that must match go there).
+enum class GemvEpilogue { Store, Residual, Swiglu };
+struct GemvParams {
+  const void* w = nullptr;
+  int n = 0, k = 0;
+  const float* x = nullptr;     // 16-byte aligned
+  const float* norm = nullptr;  // [k] or null
+  float eps = 0.0f;
+  GemvEpilogue ep = GemvEpilogue::Store;
+  const float* bias = nullptr;  // Residual only, [n] or null
+  float* y = nullptr;
+};
+// k a multiple of 8, short enough for the staged row (about 56k floats).
+bool gemv_supports(int k);
+// Raises the kernels' shared-memory limit; call once before any capture.
+void configure_gemv();
+// Throws strata::Error for an unsupported k or a norm with the Residual epilogue.
+void launch_gemv(const GemvParams& p, cudaStream_t stream);
+
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).
 void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream);

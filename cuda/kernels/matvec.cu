@@ -31,14 +31,6 @@ namespace {
 constexpr int kWarps = 8;     // warps per block of the fp32-weight kernel
 constexpr int kChunk = 32;    // inner-dimension elements per warp step: 8 per lane of a quad
 
-__device__ __forceinline__ uint4 load_stream(const void* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
-}
-
 // Splits 4 consecutive activations into bf16 pairs: hi = rn(x), lo = rn(x - hi).
 __device__ __forceinline__ void split4(const float4& v, uint32_t& h0, uint32_t& h1, uint32_t& l0, uint32_t& l1) {
   split_bf16x2(v.x, v.y, h0, l0);

@@ -92,6 +92,22 @@ TEST_CASE("the skinny matmul refuses an inner dimension its 16-byte loads cannot
                     Contains("not a multiple of 4"));
 }
 
+TEST_CASE("the fused GEMV refuses an inner dimension it cannot stage and a norm before a residual add", "[host]") {
+  GemvParams p;
+  p.n = 8;
+  p.k = 12;
+  CHECK_THROWS_WITH(launch_gemv(p, nullptr), Contains("inner dimension 12 is not a multiple of 8"));
+  p.k = 1 << 20;
+  CHECK_THROWS_WITH(launch_gemv(p, nullptr), Contains("too long"));
+  CHECK_FALSE(gemv_supports(1 << 20));
+  CHECK(gemv_supports(14336));
+  p.k = 64;
+  float norm = 1.0f;
+  p.norm = &norm;
+  p.ep = GemvEpilogue::Residual;
+  CHECK_THROWS_WITH(launch_gemv(p, nullptr), Contains("residual epilogue takes no input norm"));
+}
+
 TEST_CASE("row buckets: powers of two to 16, then steps of about 1.5x", "[host]") {
   std::vector<int> got;
   for (int n : {1, 2, 3, 5, 9, 16, 17, 25, 33, 49, 64, 65, 97, 129, 4096}) got.push_back(bucket_rows(n));
