@@ -105,13 +105,29 @@ void matvec_bench(const ModelConfig& c, double copy_bw) {
   cudaEvent_t e0, e1;
   STRATA_CUDA_CHECK(cudaEventCreate(&e0));
   STRATA_CUDA_CHECK(cudaEventCreate(&e1));
+  cuda::configure_gemv();
+  // rows 0: the fused GEMV of one-row windows (the norm in front where the layer has one, the residual add or
+  // SwiGLU behind), then the skinny kernel at 1-64 rows.
   for (const Shape& sh : shapes)
-    for (int rows : {1, 2, 4, 8, 16, 32, 64}) {
+    for (int rows : {0, 1, 2, 4, 8, 16, 32, 64}) {
       const size_t bytes = size_t(sh.swiglu ? 2 : 1) * sh.n * sh.k * 2, copies = copies_of(bytes);
       size_t next = 0;
       auto once = [&] {
         const char* wc = w.get<char>() + (next++ % copies) * bytes;
-        if (sh.swiglu)
+        if (rows == 0) {
+          cuda::GemvParams g;
+          g.w = wc;
+          g.n = sh.n;
+          g.k = sh.k;
+          g.x = x.get<float>();
+          const bool residual = !std::strcmp(sh.name, "o") || !std::strcmp(sh.name, "down");  // end in the add
+          g.norm = residual ? nullptr : x.get<float>();
+          g.eps = 1e-5f;
+          g.ep = sh.swiglu ? cuda::GemvEpilogue::Swiglu : residual ? cuda::GemvEpilogue::Residual
+                                                                   : cuda::GemvEpilogue::Store;
+          g.y = y.get<float>();
+          cuda::launch_gemv(g, st);
+        } else if (sh.swiglu)
           cuda::launch_matvec_swiglu(wc, cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
         else
           cuda::launch_matvec(wc, cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
@@ -125,8 +141,8 @@ void matvec_bench(const ModelConfig& c, double copy_bw) {
       float ms = 0;
       STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
       const double us = 1e3 * double(ms) / reps;
-      std::printf("matvec %-15s n=%-6d k=%-6d rows=%-2d us=%8.2f weight_tb_s=%.3f copy_fraction=%.3f\n",
-                  sh.name, sh.n, sh.k, rows, us, double(bytes) / us / 1e6, double(bytes) / us * 1e6 / copy_bw);
+      std::printf("matvec %-15s n=%-6d k=%-6d %-7s us=%8.2f weight_tb_s=%.3f copy_fraction=%.3f\n",
+                  sh.name, sh.n, sh.k, rows ? ("rows=" + std::to_string(rows)).c_str() : "gemv", us, double(bytes) / us / 1e6, double(bytes) / us * 1e6 / copy_bw);
     }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
