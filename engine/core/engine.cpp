@@ -64,12 +64,13 @@ struct Incarnation {
 
 struct Engine::Impl {
   Impl(BackendFactory f, const Tokenizer& t, std::vector<TokenId> eos, EngineOptions o)
-      : factory(std::move(f)), tok(t), out(t, std::move(eos)), opts(std::move(o)) {
+      : factory(std::move(f)), tok(t), out(t, std::move(eos), &waker), opts(std::move(o)) {
     if (!opts.faults.empty()) faults = std::make_shared<FaultInjector>(opts.faults);
   }
 
   BackendFactory factory;
   const Tokenizer& tok;
+  Waker waker;  // before out, which posts to it
   OutputProcessor out;
   EngineOptions opts;
   std::shared_ptr<FaultInjector> faults;
@@ -426,6 +427,7 @@ struct Engine::Impl {
     finish_exhausted(inc);
     publish();
     if (!running.empty()) run_window(inc);
+    waker.flush();  // anything a window that threw left posted
     publish();
     return true;
   }
@@ -764,6 +766,7 @@ struct Engine::Impl {
       emit(s, results[i]);
     }
     if (opts.metrics && generated > 0) opts.metrics->generation_tokens(generated);
+    waker.flush();  // the window's token events, one hand-off for all of them
     for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
     in_call.clear();
     for (auto& [s, f] : finished) retire(inc, s);

@@ -78,7 +78,8 @@ std::optional<FinishEvent> OutputProcessor::accept(SlotState& s, const RowResult
   // the matcher's buffer is empty and sees every later byte.
   ev.text = s.n_generated >= s.req->min_tokens ? s.stops.push(piece) : piece;
   bool stopped = s.stops.matched();
-  s.channel->push(Event{std::move(ev), std::nullopt});
+  s.channel->push(Event{std::move(ev), std::nullopt}, waker_ == nullptr);
+  if (waker_) waker_->post(s.channel);
   if (stopped) return finish(s, FinishReason::Stop, "", s.stops.matched_stop());
   if (s.n_generated >= s.max_tokens) return finish_length(s);
   return std::nullopt;

@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "engine/core/slot_state.hpp"
+#include "engine/core/waker.hpp"
 
 namespace strata {
 
 class OutputProcessor {
  public:
-  OutputProcessor(const Tokenizer& tokenizer, std::vector<TokenId> eos_ids)
-      : tok_(tokenizer), eos_(std::move(eos_ids)) {}
+  // With a waker, token events are pushed without waking the reader and their channel is posted to the
+  // waker (the caller flushes it once per window); without one, each push wakes its reader.
+  OutputProcessor(const Tokenizer& tokenizer, std::vector<TokenId> eos_ids, Waker* waker = nullptr)
+      : tok_(tokenizer), eos_(std::move(eos_ids)), waker_(waker) {}
 
   // Applies the pick of the request's last row. Pushes the TokenEvent (if any) to the channel and returns
   // the finish event when the request is done; the caller frees the slot and pushes it.
@@ -39,6 +42,7 @@ class OutputProcessor {
 
   const Tokenizer& tok_;
   std::vector<TokenId> eos_;
+  Waker* waker_;
 };
 
 }  // namespace strata

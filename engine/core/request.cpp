@@ -12,12 +12,12 @@ const char* finish_reason_name(FinishReason r) {
   return "error";
 }
 
-void RequestChannel::push(Event e) {
+void RequestChannel::push(Event e, bool wake) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back(std::move(e));
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 std::optional<Event> RequestChannel::pop(std::chrono::milliseconds timeout) {

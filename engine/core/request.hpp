@@ -64,7 +64,10 @@ struct Event {
 // between windows.
 class RequestChannel {
  public:
-  void push(Event e);
+  // Queues the event and, when `wake`, wakes a reader blocked in pop; with wake false the producer wakes it
+  // later through wake() (the engine does that from its Waker thread).
+  void push(Event e, bool wake = true);
+  void wake() { cv_.notify_one(); }
   // Waits up to `timeout` for the next event; nullopt on timeout (the handler then checks its client).
   std::optional<Event> pop(std::chrono::milliseconds timeout);
   void cancel() { cancelled_.store(true); }

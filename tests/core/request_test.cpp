@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <thread>
 
 #include "engine/core/request.hpp"
+#include "engine/core/waker.hpp"
 
 using namespace strata;
 
@@ -37,4 +39,63 @@ TEST_CASE("a request channel delivers events in order and times out when empty",
   CHECK_FALSE(ch.cancelled());
   ch.cancel();
   CHECK(ch.cancelled());
+}
+
+namespace {
+
+// Starts a reader blocked in pop with a long timeout; returns how long it waited for its event.
+struct BlockedReader {
+  RequestChannel& ch;
+  std::chrono::steady_clock::duration waited{};
+  bool got = false;
+  std::atomic<bool> done{false};
+  std::thread t;
+  explicit BlockedReader(RequestChannel& c) : ch(c), t([this] {
+    const auto t0 = std::chrono::steady_clock::now();
+    got = ch.pop(std::chrono::seconds(20)).has_value();
+    waited = std::chrono::steady_clock::now() - t0;
+    done = true;
+  }) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it block
+  }
+  void join() { t.join(); }
+};
+
+Event token_event(TokenId id) {
+  TokenEvent t;
+  t.token = id;
+  return Event{t, std::nullopt};
+}
+
+}  // namespace
+
+TEST_CASE("a quiet push wakes its reader only when the waker is flushed", "[request]") {
+  Waker waker;
+  auto ch = std::make_shared<RequestChannel>();
+  BlockedReader reader(*ch);
+  ch->push(token_event(5), false);
+  waker.post(ch);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Posted but not flushed: the reader still sleeps (its timeout is 20 s).
+  CHECK_FALSE(reader.done);
+  const auto before_flush = std::chrono::steady_clock::now();
+  waker.flush();
+  reader.join();
+  CHECK(reader.got);
+  CHECK(reader.waited >= std::chrono::milliseconds(300));
+  CHECK(std::chrono::steady_clock::now() - before_flush < std::chrono::seconds(5));
+  waker.flush();  // nothing posted: a no-op
+}
+
+TEST_CASE("a waker that is destroyed wakes what was posted and not yet flushed", "[request]") {
+  auto ch = std::make_shared<RequestChannel>();
+  BlockedReader reader(*ch);
+  {
+    Waker waker;
+    ch->push(token_event(7), false);
+    waker.post(ch);
+  }
+  reader.join();
+  CHECK(reader.got);
+  CHECK(reader.waited < std::chrono::seconds(10));
 }

@@ -1,0 +1,152 @@
+// The engine thread's host cost per window, with a backend that computes nothing: N streaming requests
+// decode T tokens each through the real engine (scheduler, stop rules, detokenizer, request channels), one
+// reader thread per request as the HTTP handlers have. What the accelerator would wait for between windows.
+//
+//   engine_host_bench [--streams N] [--tokens T] [--tokenizer DIR]
+//
+// Prints, for windows that carry every stream: the engine thread's CPU time between two backend calls
+// (CLOCK_THREAD_CPUTIME_ID, so other threads on the same cores do not count) and the wall time between them.
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/core/backend.hpp"
+#include "engine/core/engine.hpp"
+#include "engine/tokenizer/tokenizer.hpp"
+
+using namespace strata;
+
+namespace {
+
+long long thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+long long wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Picks a fixed function of (slot, position) among ordinary token ids; nothing else.
+class NullBackend : public Backend {
+ public:
+  NullBackend(int slots, int vocab) : open_(size_t(slots), false), vocab_(vocab) {}
+  BackendInfo info() const override {
+    BackendInfo i;
+    i.name = "null";
+    i.max_slots = int(open_.size());
+    i.max_context = 1 << 16;
+    i.vocab_size = vocab_;
+    i.max_window_rows = 1 << 16;
+    return i;
+  }
+  SlotId open_slot() override {
+    for (size_t i = 0; i < open_.size(); ++i)
+      if (!open_[i]) {
+        open_[i] = true;
+        return SlotId(i);
+      }
+    return kNoSlot;
+  }
+  void reset_slot(SlotId) override {}
+  void close_slot(SlotId s) override { open_[size_t(s)] = false; }
+  void set_sampling(SlotId, const SamplingParams&) override {}
+  void commit(SlotId, int) override {}
+  std::vector<RowResult> run_window(const Window& w) override {
+    const long long cpu0 = thread_cpu_ns(), wall0 = wall_ns();
+    if (w.rows.size() == open_.size() && last_wall_ != 0) {
+      cpu_ns += cpu0 - last_cpu_;
+      gap_ns += wall0 - last_wall_;
+      ++full_windows;
+    }
+    ++windows;
+    std::vector<RowResult> r(w.rows.size());
+    for (size_t i = 0; i < w.rows.size(); ++i)
+      r[i].pick = TokenId(100 + (w.rows[i].pos * 7 + w.rows[i].slot) % (vocab_ - 200));
+    last_cpu_ = thread_cpu_ns();
+    last_wall_ = wall_ns();
+    return r;
+  }
+  long long cpu_ns = 0, gap_ns = 0;
+  long windows = 0, full_windows = 0;
+
+ private:
+  std::vector<bool> open_;
+  int vocab_;
+  long long last_cpu_ = 0, last_wall_ = 0;
+};
+
+int usage() {
+  std::fprintf(stderr, "usage: engine_host_bench [--streams N] [--tokens T] [--tokenizer DIR]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int streams = 128, tokens = 512;
+  std::string tok_dir = STRATA_SOURCE_DIR "/tests/data/models/llama";
+  for (int i = 1; i < argc; ++i) {
+    const bool v = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--streams") && v) streams = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tokens") && v) tokens = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tokenizer") && v) tok_dir = argv[++i];
+    else return usage();
+  }
+  if (streams < 1 || tokens < 1) return usage();
+  spdlog::set_level(spdlog::level::warn);
+  auto tok = Tokenizer::load(tok_dir);
+  const int vocab = tok->vocab_size();
+  NullBackend* backend = nullptr;
+  EngineOptions o;
+  o.max_queued = streams;
+  Engine engine(
+      [&] {
+        auto b = std::make_unique<NullBackend>(streams, vocab);
+        backend = b.get();
+        return std::unique_ptr<Backend>(std::move(b));
+      },
+      *tok, {}, o);
+  while (!engine.ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::atomic<int> refused{0};
+  std::vector<std::thread> readers;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < streams; ++i)
+    readers.emplace_back([&, i] {
+      auto r = std::make_shared<GenerationRequest>();
+      r->id = "bench-" + std::to_string(i);
+      for (int p = 0; p < 128; ++p) r->prompt.push_back(TokenId(100 + (p * 13 + i) % (vocab - 200)));
+      r->max_tokens = tokens;
+      r->ignore_eos = true;
+      r->sampling.temperature = 0.0f;
+      auto ch = std::make_shared<RequestChannel>();
+      if (engine.submit(r, ch) != SubmitResult::Accepted) {
+        refused.fetch_add(1);
+        return;
+      }
+      for (;;) {
+        auto ev = ch->pop(std::chrono::seconds(5));
+        if (ev && ev->finish) break;
+      }
+    });
+  for (auto& t : readers) t.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double n = double(std::max(1L, backend->full_windows));
+  std::printf("streams=%d tokens=%d windows=%ld full_windows=%ld wall_s=%.3f engine_cpu_us_per_window=%.1f "
+              "gap_us_per_window=%.1f refused=%d\n",
+              streams, tokens, backend->windows, backend->full_windows, wall, 1e-3 * backend->cpu_ns / n,
+              1e-3 * backend->gap_ns / n, refused.load());
+  return refused.load() ? 1 : 0;
+}
