@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/cuda_check.hpp"
@@ -19,7 +21,8 @@
 #include "cuda/forward.hpp"
 #include "cuda/window_meta.hpp"
 #include "engine/cpu/rope.hpp"
-#include "engine/sampling/logprobs.hpp"
+#include "engine/cpu/thread_pool.hpp"
+#include "engine/sampling/row_answers.hpp"
 #include "engine/sampling/sampler.hpp"
 #include "engine/slots/slot_book.hpp"
 
@@ -41,6 +44,12 @@ bool device_pickable(const SamplingParams& p) { return p.greedy() && !rewrites_l
 // A seeded draw the device reproduces (sample.cu): a bounded top_k and nothing that rewrites logits.
 bool device_samplable(const SamplingParams& p) {
   return !p.greedy() && !rewrites_logits(p) && p.top_k >= 1 && p.top_k <= cuda::kDeviceTopKMax;
+}
+
+int host_threads(int asked) {
+  if (asked > 0) return asked;
+  const int cores = int(std::thread::hardware_concurrency());
+  return std::max(1, std::min(8, cores / 2));
 }
 
 std::string gb(size_t bytes) {
@@ -67,6 +76,8 @@ struct CudaBackend::Impl {
   cuda::DeviceWeights weights;
   cuda::DeviceBuffer rope_cos, rope_sin, workspace, cublas_ws, kv_k, kv_v, table_dev;
   cuda::PinnedBuffer meta_host, picks_host, table_host;
+  cuda::PinnedBuffer logits_host;  // rows the host answers (grown on demand)
+  cpu::ThreadPool host_pool;       // those rows' picks and logprobs
   cuda::ForwardContext fwd;
   std::map<cuda::WindowShape, std::unique_ptr<Graph>> graphs;
   SlotBook book;  // paged; allocate_kv() sizes its pool from the KV budget
@@ -77,7 +88,7 @@ struct CudaBackend::Impl {
   int max_splits = 0;
   CudaMemoryReport mem;
 
-  Impl(const Model& m, CudaBackendOptions o) : cfg(m.config), opts(o) {
+  Impl(const Model& m, CudaBackendOptions o) : cfg(m.config), opts(o), host_pool(host_threads(o.host_threads)) {
     check_options();
     STRATA_CUDA_CHECK(cudaSetDevice(opts.device));
     cudaDeviceProp prop{};
@@ -125,6 +136,7 @@ struct CudaBackend::Impl {
     if (opts.max_context < 1) bad("max_context must be >= 1, found " + std::to_string(opts.max_context));
     if (opts.max_window_rows < 1) bad("max_window_rows must be >= 1, found " + std::to_string(opts.max_window_rows));
     if (opts.max_output_rows < 1) bad("max_output_rows must be >= 1, found " + std::to_string(opts.max_output_rows));
+    if (opts.host_threads < 0) bad("host_threads must be >= 0, found " + std::to_string(opts.host_threads));
     if (opts.gemm_min_rows < 1) bad("gemm_min_rows must be >= 1, found " + std::to_string(opts.gemm_min_rows));
     if (opts.kv_cache_dtype != DType::F32 && opts.kv_cache_dtype != DType::BF16)
       bad(std::string("kv_cache_dtype must be f32 or bf16, found ") + dtype_name(opts.kv_cache_dtype));
@@ -405,32 +417,46 @@ struct CudaBackend::Impl {
     }
     const size_t meta_bytes = meta.words.size() * 4;
     std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
+    // Which output rows the host answers (a pick the device cannot make, logprobs, logits): their logits
+    // come back in one go behind the graph, into pinned memory, before the one synchronize.
+    const int V = cfg.vocab_size;
+    const int n_out = int(meta.out_rows.size());
+    std::vector<RowAnswer> answers(static_cast<size_t>(n_out));
+    std::vector<int> host_rows;
+    std::vector<char> device_picked(static_cast<size_t>(n_out), 0);
+    for (int i = 0; i < n_out; ++i) {
+      const int idx = first + meta.out_rows[size_t(i)];
+      const Row& row = win.rows[size_t(idx)];
+      const SamplingParams& p = book.params(row.slot);
+      const bool on_device = row.want_pick && (device_pickable(p) || device_samplable(p));
+      RowAnswer& a = answers[size_t(i)];
+      a.params = &p;
+      a.history = book.history(row.slot, row.pos);
+      a.pos = row.pos;
+      a.want_pick = row.want_pick;
+      a.n_logprobs = row.n_logprobs;
+      a.want_logits = row.want_logits;
+      a.out = &(*results)[size_t(idx)];
+      device_picked[size_t(i)] = on_device;
+      if (row.want_logits || row.n_logprobs >= 0 || (row.want_pick && !on_device)) host_rows.push_back(i);
+    }
+    const size_t row_bytes = size_t(V) * 4;
+    if (logits_host.bytes() < host_rows.size() * row_bytes)
+      logits_host = cuda::PinnedBuffer(std::max(host_rows.size(), size_t(8)) * row_bytes, "host logits");
     cudaGraphExec_t exec = graph_for(meta.shape, meta_bytes);
     STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     const int R = meta.shape.out_rows;
     if (R > 0)
       STRATA_CUDA_CHECK(cudaMemcpyAsync(picks_host.get(), fwd.ws.picks, size_t(R) * 4, cudaMemcpyDeviceToHost, stream));
+    for (size_t k = 0; k < host_rows.size(); ++k)
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(logits_host.get<char>() + k * row_bytes, fwd.ws.logits + size_t(host_rows[k]) * V,
+                                        row_bytes, cudaMemcpyDeviceToHost, stream));
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const int V = cfg.vocab_size;
-    std::vector<float> logits;
-    for (int i = 0; i < int(meta.out_rows.size()); ++i) {
-      const int idx = first + meta.out_rows[size_t(i)];
-      const Row& row = win.rows[size_t(idx)];
-      RowResult& res = (*results)[size_t(idx)];
-      const SamplingParams& p = book.params(row.slot);
-      const bool on_device = row.want_pick && (device_pickable(p) || device_samplable(p));
-      const bool need_host = row.want_logits || row.n_logprobs >= 0 || (row.want_pick && !on_device);
-      if (need_host) {
-        logits.resize(size_t(V));
-        STRATA_CUDA_CHECK(cudaMemcpy(logits.data(), fwd.ws.logits + size_t(i) * V, size_t(V) * 4,
-                                     cudaMemcpyDeviceToHost));
-      }
-      if (row.want_pick)
-        res.pick = on_device ? picks_host.get<int32_t>()[i]
-                             : pick_token(logits.data(), V, p, book.history(row.slot, row.pos), row.pos);
-      if (row.n_logprobs >= 0) compute_logprobs(logits.data(), V, res.pick, row.n_logprobs, &res.pick_logprob, &res.top);
-      if (row.want_logits) res.logits = logits;
-    }
+    for (size_t k = 0; k < host_rows.size(); ++k)
+      answers[size_t(host_rows[k])].logits = logits_host.get<float>() + k * size_t(V);
+    for (int i = 0; i < n_out; ++i)
+      if (device_picked[size_t(i)]) answers[size_t(i)].device_pick = picks_host.get<int32_t>()[i];
+    answer_rows(answers, V, [&](int n, const std::function<void(int, int)>& fn) { host_pool.parallel_for(n, fn); });
   }
 
   std::vector<RowResult> run(const Window& win) {

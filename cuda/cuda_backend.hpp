@@ -64,6 +64,9 @@ struct CudaBackendOptions {
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = false;
+  // Threads that answer output rows on the host (seeded draws the device does not make, logprobs); 0: half
+  // the machine's cores, at most 8.
+  int host_threads = 0;
   bool round_weights_to_bf16 = false;  // f16/f32 checkpoints: round matrices to bf16 (half the memory)
                                        // instead of keeping their exact values in fp32
   DType rope_freq_dtype = DType::F32;  // as CpuBackendOptions: only reference-parity checks change it

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <new>
 #include <string>
 
@@ -10,8 +11,7 @@
 #include "engine/cpu/rope.hpp"
 #include "engine/cpu/thread_pool.hpp"
 #include "engine/model/bf16.hpp"
-#include "engine/sampling/logprobs.hpp"
-#include "engine/sampling/sampler.hpp"
+#include "engine/sampling/row_answers.hpp"
 #include "engine/slots/slot_book.hpp"
 
 namespace strata {
@@ -210,14 +210,20 @@ struct CpuBackend::Impl {
     for (int i = 0; i < R; ++i)
       rmsnorm(&x[size_t(out_rows[size_t(i)]) * H], w.final_norm.data(), H, &fin[size_t(i) * H]);
     matmul(w.output(), V, H, fin.data(), R, logits.data());
+    std::vector<RowAnswer> answers(static_cast<size_t>(R));
     for (int i = 0; i < R; ++i) {
       const Row& row = win.rows[size_t(out_rows[size_t(i)])];
-      RowResult& res = results[size_t(out_rows[size_t(i)])];
-      const float* lg = &logits[size_t(i) * V];
-      if (row.want_pick) res.pick = pick_token(lg, V, book.params(row.slot), book.history(row.slot, row.pos), row.pos);
-      if (row.n_logprobs >= 0) compute_logprobs(lg, V, res.pick, row.n_logprobs, &res.pick_logprob, &res.top);
-      if (row.want_logits) res.logits.assign(lg, lg + V);
+      RowAnswer& a = answers[size_t(i)];
+      a.logits = &logits[size_t(i) * V];
+      a.params = &book.params(row.slot);
+      a.history = book.history(row.slot, row.pos);
+      a.pos = row.pos;
+      a.want_pick = row.want_pick;
+      a.n_logprobs = row.n_logprobs;
+      a.want_logits = row.want_logits;
+      a.out = &results[size_t(out_rows[size_t(i)])];
     }
+    answer_rows(answers, V, [&](int n, const std::function<void(int, int)>& fn) { pool.parallel_for(n, fn); });
     return results;
   }
 };

@@ -78,6 +78,48 @@ TEST_CASE("logits do not depend on the number of threads") {
   for (int i = 0; i < 20; ++i) CHECK(same_bits(r1[size_t(i)].logits, r3[size_t(i)].logits));
 }
 
+TEST_CASE("a batch window's picks and logprobs do not depend on the number of threads and are the sampler's") {
+  auto model = load_model(kModels + "/qwen3");
+  const int S = 64, V = model->config.vocab_size;
+  CpuBackend one(*model, CpuBackendOptions{S, 32, 1}), three(*model, CpuBackendOptions{S, 32, 3});
+  std::vector<std::vector<RowResult>> got;
+  for (CpuBackend* be : {&one, &three}) {
+    Window w;
+    for (int s = 0; s < S; ++s) {
+      const SlotId id = be->open_slot();
+      REQUIRE(id != kNoSlot);
+      SamplingParams sp;
+      sp.temperature = s % 4 == 0 ? 0.0f : 0.9f;  // greedy and seeded rows side by side
+      sp.top_p = s % 3 == 0 ? 0.9f : 1.0f;
+      sp.seed = uint64_t(1000 + s);
+      be->set_sampling(id, sp);
+      // Enough host work (64 rows, draws and logprobs) that the rows are spread over the pool.
+      Row r = row(id, TokenId((s * 37 + 5) % V), 0);
+      r.want_pick = true;
+      r.n_logprobs = s % 2 == 0 ? 3 : -1;
+      w.rows.push_back(r);
+    }
+    got.push_back(be->run_window(w));
+  }
+  for (int s = 0; s < S; ++s) {
+    INFO("slot " << s);
+    const RowResult &a = got[0][size_t(s)], &b = got[1][size_t(s)];
+    CHECK(a.pick == b.pick);
+    CHECK(same_bits(a.logits, b.logits));
+    CHECK(std::memcmp(&a.pick_logprob, &b.pick_logprob, 4) == 0);
+    REQUIRE(a.top.size() == b.top.size());
+    CHECK(a.top.size() == (s % 2 == 0 ? 3u : 0u));
+    for (size_t k = 0; k < a.top.size(); ++k) CHECK(a.top[k].token == b.top[k].token);
+    // The pick is the shared sampler's on the row's logits (history: the row's one token).
+    SamplingParams sp;
+    sp.temperature = s % 4 == 0 ? 0.0f : 0.9f;
+    sp.top_p = s % 3 == 0 ? 0.9f : 1.0f;
+    sp.seed = uint64_t(1000 + s);
+    const TokenId tok = TokenId((s * 37 + 5) % V);
+    CHECK(a.pick == pick_token(a.logits.data(), V, sp, TokenHistory{&tok, 1}, 0));
+  }
+}
+
 TEST_CASE("a verify window trimmed by commit continues exactly like a slot that only ran the kept rows") {
   auto model = load_model(kModels + "/llama");
   CpuBackend be(*model, CpuBackendOptions{2, 64, 2});

@@ -127,6 +127,9 @@ TEST_CASE("bad options are refused naming the option") {
   o = CudaBackendOptions{};
   o.split_gemm_max_rows = -1;
   CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("split_gemm_max_rows must be >= 0"));
+  o = CudaBackendOptions{};
+  o.host_threads = -2;
+  CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("host_threads must be >= 0, found -2"));
 }
 
 TEST_CASE("bad windows on the GPU throw strata::Error naming the problem and change no state") {

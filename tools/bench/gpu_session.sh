@@ -9,7 +9,7 @@
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
 #   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft);
 #   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes). BENCH_EXTRA adds
-#   flags to bench1b/bench8b/ncubatch*.
+#   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1).
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
@@ -71,11 +71,12 @@ for step in $steps; do
       for i in $(seq 240); do curl -sf localhost:18081/ready >/dev/null && break; kill -0 $pid || break; sleep 0.5; done
       # Concurrency 1 with 8 requests (a 128-request run would take minutes at 8B), then the rest with 128 each.
       timeout 120 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency 1 --requests 8 \
-        --prompt-tokens 128 --max-tokens 128 --ignore-eos --quiet --json "$out/sweep_${step}_c1.json" 2>&1 |
+        --prompt-tokens 128 --max-tokens 128 --ignore-eos ${SWEEP_EXTRA:-} --quiet --json "$out/sweep_${step}_c1.json" 2>&1 |
         tee "$out/sweep_$step.txt"
       [ "$levels" != 1 ] && timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 \
         --concurrency "${levels#1,}" --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 \
-        --ignore-eos --quiet --json "$out/sweep_$step.json" --png "$out/sweep_$step.png" 2>&1 | tee -a "$out/sweep_$step.txt"
+        --ignore-eos ${SWEEP_EXTRA:-} --quiet --json "$out/sweep_$step.json" --png "$out/sweep_$step.png" 2>&1 |
+        tee -a "$out/sweep_$step.txt"
       kill $pid; wait $pid; grep -iE "error|warn" "$out/serve_$step.log" | head -5 ;;
     spec-cuda|spec-cuda-invariant|spec-cpu)  # strata bench spec on the embedded strata-tiny pair
       dev=cuda; cfg=""; [ "$step" = spec-cpu ] && dev=cpu
