@@ -92,6 +92,26 @@ struct Item {
 
 inline bool ranks_before(const Item& a, const Item& b) { return a.z > b.z || (a.z == b.z && a.id < b.id); }
 
+// A sum over the candidates in id order, kSamplerSumChunk at a time: each chunk summed in order, then the
+// chunk sums in order. Up to one chunk that is the plain running sum; over a 128k vocabulary it is what a
+// device can reproduce with a thread per chunk (cuda/kernels/sample.cu).
+class ChunkedSum {
+ public:
+  void add(double w) {
+    chunk_ += w;
+    if (++n_ == kSamplerSumChunk) {
+      total_ += chunk_;
+      chunk_ = 0.0;
+      n_ = 0;
+    }
+  }
+  double value() const { return total_ + chunk_; }
+
+ private:
+  double total_ = 0.0, chunk_ = 0.0;
+  int n_ = 0;
+};
+
 // The kept candidates of one pick, sorted lazily: a draw usually stops within the first few dozen tokens,
 // so only that prefix of a 150k vocabulary is ever put in order. Whole-set sums run in token-id order and
 // cumulative sums in rank order over a prefix, so the result is the same however much got sorted.
@@ -116,11 +136,12 @@ class Candidates {
     float z_max = by_id_.front().z;
     for (const Item& x : by_id_) z_max = std::max(z_max, x.z);
     const double inv_t = 1.0 / double(p.temperature);
-    double total = 0.0;
+    ChunkedSum total_sum;
     for (Item& x : by_id_) {
       x.w = std::exp((double(x.z) - double(z_max)) * inv_t);
-      total += x.w;
+      total_sum.add(x.w);
     }
+    const double total = total_sum.value();
     ranked_.assign(by_id_.begin(), by_id_.end());
 
     size_t keep = by_id_.size();
@@ -146,8 +167,9 @@ class Candidates {
       kept_total_ = total;
     } else {
       const Item last = rank(keep_ - 1);
-      for (const Item& x : by_id_)
-        if (!ranks_before(last, x)) kept_total_ += x.w;
+      ChunkedSum kept;
+      for (const Item& x : by_id_) kept.add(ranks_before(last, x) ? 0.0 : x.w);
+      kept_total_ = kept.value();
     }
   }
 

@@ -32,10 +32,14 @@ struct Candidate {
   double prob;  // normalized over the kept candidates
 };
 
+// Whole-set sums of a pick run over the candidates in token-id order in chunks of this many: each chunk's
+// running sum, then the chunk sums' running sum (so up to one chunk, the plain running sum).
+constexpr int kSamplerSumChunk = 1024;
+
 // The tokens a non-greedy pick can draw, in the order the draw walks them (probability descending, lower id
 // first on ties), after temperature, top_k, min_p (kept when prob >= min_p * the top prob) and top_p (the
 // smallest prefix reaching top_p of the top_k mass; at least one token). Whole-set sums run in token-id
-// order, prefix sums in this order. Empty when no logit is finite.
+// order (kSamplerSumChunk at a time), prefix sums in this order. Empty when no logit is finite.
 std::vector<Candidate> sampling_candidates(const float* processed_logits, int vocab, const SamplingParams& params);
 
 // Walks the candidates' cumulative probability to uniform u in [0, 1).
