@@ -41,9 +41,13 @@ bool rewrites_logits(const SamplingParams& p) {
 // A pick the device's argmax answers exactly: greedy with nothing that rewrites logits first.
 bool device_pickable(const SamplingParams& p) { return p.greedy() && !rewrites_logits(p); }
 
-// A seeded draw the device reproduces (sample.cu): a bounded top_k and nothing that rewrites logits.
-bool device_samplable(const SamplingParams& p) {
-  return !p.greedy() && !rewrites_logits(p) && p.top_k >= 1 && p.top_k <= cuda::kDeviceTopKMax;
+// A seeded draw the device reproduces (sample.cu), nothing rewriting the logits first: mode 1 for a bounded
+// top_k, mode 2 over the whole vocabulary (no top_k, or one that keeps every token); 0: the host draws.
+int device_sample_mode(const SamplingParams& p, int vocab, bool whole_vocab) {
+  if (p.greedy() || rewrites_logits(p)) return 0;
+  if (p.top_k >= 1 && p.top_k <= cuda::kDeviceTopKMax) return 1;
+  if (whole_vocab && (p.top_k == 0 || p.top_k >= vocab) && vocab <= cuda::kDeviceSampleMaxVocab) return 2;
+  return 0;
 }
 
 int host_threads(int asked) {
@@ -399,14 +403,15 @@ struct CudaBackend::Impl {
     for (size_t i = 0; i < meta.out_rows.size(); ++i) {
       const Row& row = win.rows[size_t(first + meta.out_rows[i])];
       const SamplingParams& p = book.params(row.slot);
-      if (!row.want_pick || !device_samplable(p)) continue;
+      const int mode = device_sample_mode(p, cfg.vocab_size, opts.device_vocab_sampling);
+      if (!row.want_pick || mode == 0) continue;
       int32_t* spec = meta.words.data() + layout.pick_specs + i * cuda::kPickWords;
       auto bits = [](float f) {
         int32_t b;
         std::memcpy(&b, &f, 4);
         return b;
       };
-      spec[0] = 1;
+      spec[0] = mode;
       spec[1] = p.top_k;
       spec[2] = bits(p.temperature);
       spec[3] = bits(p.top_p);
@@ -428,7 +433,7 @@ struct CudaBackend::Impl {
       const int idx = first + meta.out_rows[size_t(i)];
       const Row& row = win.rows[size_t(idx)];
       const SamplingParams& p = book.params(row.slot);
-      const bool on_device = row.want_pick && (device_pickable(p) || device_samplable(p));
+      const bool on_device = row.want_pick && (device_pickable(p) || device_sample_mode(p, V, opts.device_vocab_sampling) != 0);
       RowAnswer& a = answers[size_t(i)];
       a.params = &p;
       a.history = book.history(row.slot, row.pos);
@@ -454,8 +459,22 @@ struct CudaBackend::Impl {
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     for (size_t k = 0; k < host_rows.size(); ++k)
       answers[size_t(host_rows[k])].logits = logits_host.get<float>() + k * size_t(V);
-    for (int i = 0; i < n_out; ++i)
-      if (device_picked[size_t(i)]) answers[size_t(i)].device_pick = picks_host.get<int32_t>()[i];
+    // A whole-vocabulary draw the device handed back (-1: its walk went past the ranks it ordered) is made
+    // here from the row's logits, fetched now (rare for a trained model's peaked distributions).
+    std::vector<std::vector<float>> handed_back;
+    handed_back.reserve(size_t(n_out));
+    for (int i = 0; i < n_out; ++i) {
+      if (!device_picked[size_t(i)]) continue;
+      RowAnswer& a = answers[size_t(i)];
+      a.device_pick = picks_host.get<int32_t>()[i];
+      if (a.device_pick >= 0) continue;
+      if (!a.logits) {
+        handed_back.emplace_back(size_t(V));
+        STRATA_CUDA_CHECK(cudaMemcpy(handed_back.back().data(), fwd.ws.logits + size_t(i) * V, row_bytes,
+                                     cudaMemcpyDeviceToHost));
+        a.logits = handed_back.back().data();
+      }
+    }
     answer_rows(answers, V, [&](int n, const std::function<void(int, int)>& fn) { host_pool.parallel_for(n, fn); });
   }
 

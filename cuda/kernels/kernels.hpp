@@ -174,12 +174,19 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream);
 // when nothing is above -inf (engine/sampling's argmax_token rule).
 void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream);
 
-// Per output row, kPickWords int32 of the pick's settings: mode (1 = sample here, anything else = leave the
+// Per output row, kPickWords int32 of the pick's settings: mode (1 = sample here from top_k <= kDeviceTopKMax
+// candidates, 2 = sample here over the whole vocabulary (no top_k, or one >= vocab; see launch_sample),
+// anything else = leave the
 // argmax / host pick), top_k, temperature, top_p, min_p (float bits), seed low, seed high, position.
 constexpr int kPickWords = 8;
-constexpr int kDeviceTopKMax = 64;  // larger top_k (or none) samples on the host from the copied logits
+constexpr int kDeviceTopKMax = 64;  // larger top_k below the vocabulary samples on the host
+// Mode 2 orders this many of the best candidates; a top_p cut or a draw that reaches past them (a flat
+// distribution) leaves the row's pick at -1 for the host to make. Vocabularies up to kDeviceSampleMaxVocab.
+constexpr int kDeviceSampleRanks = 1024;
+constexpr int kDeviceSampleMaxVocab = 256 * 1024;
 
-// Overwrites picks[r] of rows in mode 1 with engine/sampling's seeded draw (see sample.cu); run after argmax.
+// Overwrites picks[r] of rows in mode 1 or 2 with engine/sampling's seeded draw (see sample.cu), or -1 for a
+// mode-2 row the host must draw (non-finite logits, or past kDeviceSampleRanks); run after argmax.
 void launch_sample(const float* logits, int rows, int vocab, const int32_t* specs, int* picks, cudaStream_t stream);
 
 }  // namespace cuda

@@ -9,10 +9,20 @@
 // - u from Philox4x32-10 keyed by the seed, counter = the row's position.
 // The only possible difference is the last bit of a double exp (CUDA's versus the C library's), which moves a
 // draw only when u falls within ~1e-16 of a candidate boundary.
+//
+// Mode 2 (no top_k, or top_k >= vocab: the OpenAI default) over the whole vocabulary, the same steps:
+// - z_max and the whole-vocabulary sums (total, the kept mass) in the host's chunks of kSamplerSumChunk ids,
+//   a thread per chunk, the chunk sums then in order by one thread; the min_p count is order-free;
+// - the kDeviceSampleRanks best candidates found by a radix select on the logits' order-preserving bits
+//   (four 8-bit passes), gathered with their ties and put in rank order by a bitonic sort in shared memory;
+// - the top_p walk and the draw over those ranks in order, by one thread, as the host walks them. A walk
+//   that would go past them (a flat distribution) answers -1 and the host draws the row.
+
 #include <cfloat>
 #include <cstdint>
 
 #include "cuda/cuda_check.hpp"
+#include "engine/sampling/sampler.hpp"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
 
@@ -41,18 +51,236 @@ __device__ double philox_uniform_dev(uint64_t seed, uint64_t position) {
   return double(bits) * (1.0 / 9007199254740992.0);
 }
 
+constexpr int kGather = 2 * kDeviceSampleRanks;  // candidates at or above the select's threshold, ties included
+constexpr int kMaxChunks = kDeviceSampleMaxVocab / kSamplerSumChunk;
+
+// Ascending in this key is descending in the logit (finite floats).
+__device__ __forceinline__ uint32_t desc_key(float v) {
+  const uint32_t u = __float_as_uint(v);
+  const uint32_t up = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending with v
+  return ~up;
+}
+
+struct FullShared {
+  unsigned hist[256];
+  double chunk[kMaxChunks];
+  float gz[kGather];
+  int gi[kGather];
+  float red_f[kThreads / 32];
+  int red_i[kThreads / 32];
+  int n_gather, n_minp, bad;
+  uint32_t prefix;
+  int need;
+  int last_id;     // the kept set's last candidate (-1: every token, -2: w >= min_p), for the masked sum
+  float last_z;
+};
+
+// Mode 2 for one row (the whole block). Writes picks[row] (a token, or -1 for the host).
+__device__ void sample_full(const float* __restrict__ z, int vocab, float temperature, float top_p, float min_p,
+                            uint64_t seed, uint32_t pos, int* pick_out, FullShared& sh) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // z_max, and whether every logit is finite (the host's candidate list is then every id, in id order).
+  float m = -INFINITY;
+  int bad = 0;
+  for (int i = tid; i < vocab; i += kThreads) {
+    const float v = z[i];
+    if (!isfinite(v)) bad = 1;
+    else m = fmaxf(m, v);
+  }
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) {
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    bad |= __shfl_xor_sync(0xffffffffu, bad, o);
+  }
+  if (lane == 0) sh.red_f[warp] = m, sh.red_i[warp] = bad;
+  if (tid == 0) sh.bad = 0, sh.n_minp = 0, sh.n_gather = 0;
+  __syncthreads();
+  float z_max = -INFINITY;
+  for (int w = 0; w < kThreads / 32; ++w) z_max = fmaxf(z_max, sh.red_f[w]), bad |= sh.red_i[w];
+  if (bad || vocab > kDeviceSampleMaxVocab) {
+    if (tid == 0) *pick_out = -1;
+    return;
+  }
+  const double inv_t = 1.0 / double(temperature);
+  const double zm = double(z_max);
+  const int n_chunks = (vocab + kSamplerSumChunk - 1) / kSamplerSumChunk;
+
+  // Chunk sums of the weights (the host's ChunkedSum) and the min_p count.
+  int minp_count = 0;
+  if (tid < n_chunks) {
+    double acc = 0.0;
+    const int e = min(vocab, (tid + 1) * kSamplerSumChunk);
+    for (int i = tid * kSamplerSumChunk; i < e; ++i) {
+      const double w = exp((double(z[i]) - zm) * inv_t);
+      acc += w;
+      minp_count += w >= double(min_p);
+    }
+    sh.chunk[tid] = acc;
+    if (min_p > 0.0f) atomicAdd(&sh.n_minp, minp_count);
+  }
+
+  // Radix select: the key of the kDeviceSampleRanks-th best candidate (all of them when the vocabulary is
+  // smaller).
+  const int want = min(kDeviceSampleRanks, vocab);
+  uint32_t prefix = 0, mask = 0;
+  int need = want;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = tid; b < 256; b += kThreads) sh.hist[b] = 0;
+    __syncthreads();
+    // Most keys share their top bits: lanes with the same bin add once, as a group.
+    for (int base = 0; base < vocab; base += kThreads) {
+      const int i = base + tid;
+      const uint32_t k = i < vocab ? desc_key(z[i]) : 0u;
+      const bool in = i < vocab && (k & mask) == prefix;
+      const unsigned active = __ballot_sync(0xffffffffu, in);
+      if (in) {
+        const unsigned bin = (k >> shift) & 255u;
+        const unsigned peers = __match_any_sync(active, bin);
+        if (lane == __ffs(peers) - 1) atomicAdd(&sh.hist[bin], unsigned(__popc(peers)));
+      }
+    }
+    __syncthreads();
+    if (tid == 0) {
+      int cum = 0, digit = 255;
+      for (int b = 0; b < 256; ++b) {
+        if (cum + int(sh.hist[b]) >= need) {
+          digit = b;
+          break;
+        }
+        cum += int(sh.hist[b]);
+      }
+      sh.prefix = prefix | (uint32_t(digit) << shift);
+      sh.need = need - cum;
+    }
+    __syncthreads();
+    prefix = sh.prefix;
+    need = sh.need;
+    mask |= 255u << shift;
+  }
+  // Every candidate at or above the threshold, ties at it included (more than kGather: the host draws).
+  for (int i = tid; i < vocab; i += kThreads) {
+    if (desc_key(z[i]) <= prefix) {
+      const int at = atomicAdd(&sh.n_gather, 1);
+      if (at < kGather) sh.gz[at] = z[i], sh.gi[at] = i;
+    }
+  }
+  __syncthreads();
+  const int gathered = sh.n_gather;
+  if (gathered > kGather) {
+    if (tid == 0) *pick_out = -1;
+    return;
+  }
+  for (int i = gathered + tid; i < kGather; i += kThreads) sh.gz[i] = -INFINITY, sh.gi[i] = 0x7fffffff;
+  __syncthreads();
+  // Bitonic sort into rank order: value descending, lower id first (the padding last).
+  for (int size = 2; size <= kGather; size *= 2) {
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      for (int t = tid; t < kGather / 2; t += kThreads) {
+        const int lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
+        const bool up = (lo & size) == 0;  // this run sorts in rank order
+        const float za = sh.gz[lo], zb = sh.gz[hi];
+        const int ia = sh.gi[lo], ib = sh.gi[hi];
+        if (before(zb, ib, za, ia) == up) {
+          sh.gz[lo] = zb, sh.gi[lo] = ib;
+          sh.gz[hi] = za, sh.gi[hi] = ia;
+        }
+      }
+      __syncthreads();
+    }
+  }
+  const int ranked = min(gathered, want);  // ranks [0, ranked) are the vocabulary's best, in order
+
+  // The kept set, as the host decides it: min_p (a prefix of the ranking: w >= min_p), then top_p's walk.
+  if (tid == 0) {
+    double total = 0.0;
+    for (int c = 0; c < n_chunks; ++c) total += sh.chunk[c];
+    long keep = vocab;
+    bool by_minp = false;
+    if (min_p > 0.0f) {
+      keep = sh.n_minp > 1 ? sh.n_minp : 1;
+      by_minp = true;
+    }
+    bool host = false;
+    if (top_p < 1.0f) {
+      const double target = double(top_p) * total;
+      double cum = 0.0;
+      bool cut = false;
+      for (int i = 0; i < keep && i < ranked; ++i) {
+        cum += exp((double(sh.gz[i]) - zm) * inv_t);
+        if (cum >= target) {
+          keep = i + 1;
+          cut = true;
+          break;
+        }
+      }
+      if (!cut && keep > ranked) host = true;  // the cut lies past the ordered ranks
+      if (cut) by_minp = false;
+    }
+    sh.chunk[0] = total;  // chunk sums are no longer needed; total rides in slot 0
+    sh.need = host ? -1 : int(keep);
+    if (keep == vocab) sh.last_id = -1;
+    else if (keep <= ranked) sh.last_id = sh.gi[keep - 1], sh.last_z = sh.gz[keep - 1];
+    else sh.last_id = by_minp ? -2 : -1;  // min_p alone kept more than the ordered ranks
+  }
+  __syncthreads();
+  const long keep = sh.need;
+  if (keep < 0) {
+    if (tid == 0) *pick_out = -1;
+    return;
+  }
+  const double total = sh.chunk[0];
+  __syncthreads();
+  // The kept mass: the host's chunked sum over ids, the tokens outside the kept set adding nothing.
+  const int last_id = sh.last_id;
+  const float last_z = sh.last_z;
+  if (last_id != -1 && tid < n_chunks) {
+    double acc = 0.0;
+    const int e = min(vocab, (tid + 1) * kSamplerSumChunk);
+    for (int i = tid * kSamplerSumChunk; i < e; ++i) {
+      const float v = z[i];
+      const double w = exp((double(v) - zm) * inv_t);
+      const bool kept = last_id == -2 ? w >= double(min_p) : !before(last_z, last_id, v, i);
+      acc += kept ? w : 0.0;
+    }
+    sh.chunk[tid] = acc;
+  }
+  __syncthreads();
+  if (tid != 0) return;
+  double kept_total = total;
+  if (last_id != -1) {
+    kept_total = 0.0;
+    for (int c = 0; c < n_chunks; ++c) kept_total += sh.chunk[c];
+  }
+  const double u = philox_uniform_dev(seed, uint64_t(pos));
+  double cum = 0.0;
+  for (int i = 0; i < keep && i < ranked; ++i) {
+    cum += exp((double(sh.gz[i]) - zm) * inv_t) / kept_total;
+    if (u < cum) {
+      *pick_out = sh.gi[i];
+      return;
+    }
+  }
+  *pick_out = keep <= ranked ? sh.gi[keep - 1] : -1;  // u within rounding of 1, or past the ordered ranks
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int vocab,
                                                           const int32_t* __restrict__ specs, int* __restrict__ picks) {
   pdl_wait();
   pdl_launch_dependents();
   const int32_t* spec = specs + size_t(blockIdx.x) * kPickWords;
-  if (spec[0] != 1) return;  // greedy or host-picked row: the argmax (or the host) answers
+  if (spec[0] != 1 && spec[0] != 2) return;  // greedy or host-picked row: the argmax (or the host) answers
   const int top_k = spec[1];
   const float temperature = __int_as_float(spec[2]);
   const float top_p = __int_as_float(spec[3]);
   const float min_p = __int_as_float(spec[4]);
   const uint64_t seed = uint64_t(uint32_t(spec[5])) | (uint64_t(uint32_t(spec[6])) << 32);
   const uint32_t pos = uint32_t(spec[7]);
+  if (spec[0] == 2) {
+    __shared__ FullShared full;
+    sample_full(logits + size_t(blockIdx.x) * vocab, vocab, temperature, top_p, min_p, seed, pos, picks + blockIdx.x,
+                full);
+    return;
+  }
 
   __shared__ float cand_v[kDeviceTopKMax];
   __shared__ int cand_i[kDeviceTopKMax];

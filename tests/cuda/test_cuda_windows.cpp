@@ -151,7 +151,9 @@ TEST_CASE("device-sampled, host-sampled, penalized and greedy picks equal engine
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/qwen3");
   const int V = model->config.vocab_size;
-  CudaBackend be(*model, small_options(2, 32));
+  CudaBackendOptions o = small_options(2, 32);
+  o.device_vocab_sampling = GENERATE(false, true);  // the nucleus rows on the host, then on the device
+  CudaBackend be(*model, o);
   SamplingParams seeded;
   seeded.temperature = 0.9f;
   seeded.top_k = 20;
@@ -162,7 +164,7 @@ TEST_CASE("device-sampled, host-sampled, penalized and greedy picks equal engine
   penalized.repetition_penalty = 1.3f;
   penalized.presence_penalty = 0.2f;
   penalized.logit_bias = {{7, 2.5f}};
-  SamplingParams nucleus;  // no top_k: drawn on the host
+  SamplingParams nucleus;  // no top_k: drawn on the host, or on the device over the whole vocabulary
   nucleus.temperature = 1.1f;
   nucleus.top_p = 0.8f;
   nucleus.seed = 11;

@@ -1,0 +1,119 @@
+// The device's whole-vocabulary seeded draw (launch_sample, mode 2) against engine/sampling's pick_token on
+// 128k-token rows: every pick the device makes is the host's, and it hands a row back (-1) only where the
+// host's walk goes past the kDeviceSampleRanks candidates it orders.
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/kernels/kernels.hpp"
+#include "engine/sampling/philox.hpp"
+#include "engine/sampling/sampler.hpp"
+#include "tests/cuda/cuda_test_buffers.hpp"
+
+using namespace strata;
+using namespace strata::cuda;
+using cuda_test::Dev;
+
+namespace {
+
+int32_t float_bits(float f) {
+  int32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// Where the host's draw lands in its rank-ordered candidate list (sampling_candidates order).
+size_t host_draw_rank(const std::vector<Candidate>& c, double u) {
+  double cum = 0.0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    cum += c[i].prob;
+    if (u < cum) return i;
+  }
+  return c.size() - 1;
+}
+
+}  // namespace
+
+TEST_CASE("the whole-vocabulary device draw is the host's pick, or hands back only walks past its ranks") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  const int V = 128256;
+  std::mt19937 rng(31);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct Setting {
+    float temperature, top_p, min_p;
+    int top_k;
+  };
+  const std::vector<Setting> settings = {{1.0f, 1.0f, 0.0f, 0},    {0.7f, 0.9f, 0.0f, 0},
+                                         {1.3f, 0.95f, 0.05f, 0},  {1.0f, 1.0f, 0.1f, 0},
+                                         {0.8f, 0.5f, 0.0f, V},    {1.0f, 1.0f, 0.0f, V + 5}};
+  // Rows: peaked (a trained model's shape: a few strong tokens over a wide low tail), a heavy tail (about 5 %
+  // of the mass past the 1024 best at temperature 1), and flat (almost every draw goes past them).
+  const int kRows = 24;
+  std::vector<float> z(size_t(kRows) * V);
+  for (int r = 0; r < kRows; ++r) {
+    const float spread = r % 3 == 0 ? 3.0f : r % 3 == 1 ? 4.0f : 0.5f;
+    for (int i = 0; i < V; ++i) z[size_t(r) * V + i] = spread * nd(rng);
+    if (r % 3 == 0)
+      for (int j = 0; j < 8; ++j) z[size_t(r) * V + size_t(rng() % V)] += 25.0f - j;
+  }
+  Dev<float> dz(z.size());
+  dz.put(z);
+  Dev<int32_t> dspec(size_t(kRows) * kPickWords);
+  Dev<int> dpick(kRows);
+  cudaStream_t st = nullptr;
+  REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
+  int on_device = 0, handed_back = 0;
+  for (const Setting& s : settings) {
+    std::vector<int32_t> spec(size_t(kRows) * kPickWords);
+    std::vector<SamplingParams> params(kRows);
+    for (int r = 0; r < kRows; ++r) {
+      SamplingParams& p = params[size_t(r)];
+      p.temperature = s.temperature;
+      p.top_p = s.top_p;
+      p.min_p = s.min_p;
+      p.top_k = s.top_k;
+      p.seed = 0x9e3779b97f4a7c15ull * uint64_t(r + 1);
+      int32_t* w = &spec[size_t(r) * kPickWords];
+      w[0] = 2;
+      w[1] = p.top_k;
+      w[2] = float_bits(p.temperature);
+      w[3] = float_bits(p.top_p);
+      w[4] = float_bits(p.min_p);
+      w[5] = int32_t(uint32_t(p.seed));
+      w[6] = int32_t(uint32_t(p.seed >> 32));
+      w[7] = 100 + r;
+    }
+    dspec.put(spec);
+    dpick.put(std::vector<int>(kRows, -7));
+    launch_sample(dz.p, kRows, V, dspec.p, dpick.p, st);
+    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+    const std::vector<int> got = dpick.get();
+    for (int r = 0; r < kRows; ++r) {
+      const float* row = &z[size_t(r) * V];
+      const SamplingParams& p = params[size_t(r)];
+      INFO("row " << r << " temperature " << s.temperature << " top_p " << s.top_p << " min_p " << s.min_p
+                  << " top_k " << s.top_k);
+      const TokenId host = pick_token(row, V, p, TokenHistory{}, 100 + r);
+      if (got[size_t(r)] >= 0) {
+        ++on_device;
+        CHECK(got[size_t(r)] == host);
+      } else {
+        ++handed_back;
+        REQUIRE(got[size_t(r)] == -1);
+        const std::vector<Candidate> c = sampling_candidates(row, V, p);
+        const size_t at = host_draw_rank(c, philox_uniform(p.seed, uint64_t(100 + r)));
+        // Only a walk (the top_p cut's or the draw's) that needs ranks past the ordered ones comes back.
+        CHECK(c.size() > size_t(kDeviceSampleRanks));
+        if (s.top_p >= 1.0f) CHECK(at >= size_t(kDeviceSampleRanks));
+      }
+    }
+  }
+  INFO("device " << on_device << " handed back " << handed_back);
+  CHECK(on_device >= int(settings.size()) * kRows / 2);  // the peaked and flatter rows stay on the device
+  cudaStreamDestroy(st);
+}
