@@ -233,7 +233,11 @@ test('timings measured through HTTP match the server known TTFT and inter-token 
     assert.equal(r.code, 0, r.out);
     const rep = r.report;
     assert.equal(rep.prompts.calibrated, true);
-    assert.deepEqual(rep.prompts.token_counts, new Array(8).fill(40)); // the fake counts 2 tokens a word
+    // Two levels of 8 requests, each with prompts of its own (so the second finds none in a prefix cache).
+    assert.deepEqual(rep.prompts.token_counts, new Array(16).fill(40)); // the fake counts 2 tokens a word
+    assert.equal(rep.config.prompts_per_level, 'fresh');
+    assert.deepEqual(rep.levels.map((l) => l.prompt_offset), [0, 8]);
+    assert.deepEqual(rep.levels[1].per_request.map((q) => q.index).sort((a, b) => a - b), [8, 9, 10, 11, 12, 13, 14, 15]);
     for (const l of rep.levels) {
       assert.equal(l.completed, 8);
       assert.equal(l.failed, 0);
@@ -254,6 +258,26 @@ test('timings measured through HTTP match the server known TTFT and inter-token 
     assert.ok(c4.request_throughput > 2 * c1.request_throughput, `${c4.request_throughput} vs ${c1.request_throughput}`);
     decodePng(readFileSync(path.join(dir, 'p.png')));
   });
+});
+
+test('--ramp-up staggers the first requests and leaves them out of the statistics', async () => {
+  await withFake(['--ttft-ms', '100', '--itl-ms', '20'], async (url, dir) => {
+    // A request takes ~280 ms (100 ms to the first token, 9 gaps of 20); the four clients start 70 ms apart.
+    const r = await bench(url, dir, ['--concurrency', '4', '--requests', '12', '--max-tokens', '10', '--ignore-eos', '--ramp-up', '0.28']);
+    assert.equal(r.code, 0, r.out);
+    const [l] = r.report.levels;
+    assert.equal(r.report.config.ramp_up_s, 0.28);
+    assert.equal(l.ramp_up_requests, 4);
+    assert.equal(l.completed, 8);  // the 8 requests after the ramp-up wave
+    assert.ok(l.per_request.every((q) => q.index >= 4), 'the first four requests are left out');
+    // Equal requests keep the clients' offsets: the steady sends are ~70 ms apart, not waves of four at once.
+    const sends = l.per_request.map((q) => q.sent_at_ms).sort((a, b) => a - b);
+    const gaps = sends.slice(1).map((t, i) => t - sends[i]).sort((a, b) => a - b);
+    assert.ok(gaps[Math.floor(gaps.length / 2)] >= 25, `gaps between sends ${gaps}`);
+  });
+  const bad = await bench('http://127.0.0.1:9', tmpdir(), ['--concurrency', '8', '--requests', '8', '--ramp-up', '1']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.out, /--ramp-up leaves each client's first request out/);
 });
 
 test('chat streams: the role-only first chunk is not the first token', async () => {

@@ -73,8 +73,11 @@ export async function main(argv) {
   }
   const headers = o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {};
   const model = await resolveModel(o, headers);
+  // Each level runs prompts of its own: a level that reran an earlier level's prompts would find them in the
+  // server's prefix cache and time almost no prefill. --check-solo compares outputs, so it reuses them.
+  const levelsWithPrompts = o.checkSolo ? 1 : o.concurrency.length;
   const promptSet = await buildPrompts({
-    count: o.requests,
+    count: o.requests * levelsWithPrompts,
     promptTokens: o.promptTokens,
     seed: o.seed ?? 0,
     countTokens: o.calibrate ? tokenizeCounter(o.baseUrl, model, headers) : null,
@@ -82,29 +85,47 @@ export async function main(argv) {
   const known = promptSet.tokenCounts.filter((c) => c !== null);
   if (!o.quiet)
     console.log(
-      `model ${model} at ${o.baseUrl}${endpointPath(o.endpoint)}: ${o.requests} prompts of ` +
+      `model ${model} at ${o.baseUrl}${endpointPath(o.endpoint)}: ${o.requests * levelsWithPrompts} prompts of ` +
         (promptSet.calibrated ? `${summarize(known).min}-${summarize(known).max} tokens (calibrated with /tokenize)` : `about ${o.promptTokens} tokens (estimated)`),
     );
   const url = `${o.baseUrl}${endpointPath(o.endpoint)}`;
-  const send = (i, signal) =>
+  // Request i of a level with prompt offset `base` runs prompt base + i (its index in the reports).
+  const sender = (base) => (i, signal) =>
     streamRequest({
       url,
       headers,
       signal,
-      index: i,
+      index: base + i,
       body: requestBody({
         endpoint: o.endpoint,
         model,
-        prompt: promptSet.prompts[i],
+        prompt: promptSet.prompts[base + i],
         maxTokens: o.maxTokens,
         temperature: o.temperature,
-        seed: o.seed === null ? null : o.seed + i,
+        seed: o.seed === null ? null : o.seed + base + i,
         ignoreEos: o.ignoreEos,
       }),
     });
-  const phase = async (concurrency) => {
-    const run = await runPhase({ count: o.requests, concurrency, durationLimitMs: o.durationLimitS * 1000, send });
-    const rep = { concurrency, ...phaseReport(run.records, run.durationMs), not_sent: run.notSent, hit_duration_limit: run.hitLimit };
+  const phase = async (concurrency, level, rampUpS) => {
+    const base = o.checkSolo ? 0 : level * o.requests;
+    const run = await runPhase({
+      count: o.requests, concurrency, durationLimitMs: o.durationLimitS * 1000, send: sender(base), rampUpMs: rampUpS * 1000,
+    });
+    // With a ramp-up the statistics cover the steady part: from the first request after the ramp-up wave was
+    // sent to the last completion.
+    let records = run.records;
+    let durationMs = run.durationMs;
+    const rampUp = records.filter((r) => r.rampUp).length;
+    if (rampUp > 0) {
+      records = records.filter((r) => !r.rampUp);
+      durationMs = records.length
+        ? Math.max(...records.map((r) => r.endedAtMs)) - Math.min(...records.map((r) => r.sentAtMs))
+        : 0;
+    }
+    const rep = {
+      concurrency, prompt_offset: base, ...phaseReport(records, durationMs), ramp_up_requests: rampUp,
+      not_sent: run.notSent, hit_duration_limit: run.hitLimit,
+    };
     return { rep, records: run.records };
   };
 
@@ -114,7 +135,8 @@ export async function main(argv) {
     config: {
       base_url: o.baseUrl, endpoint: o.endpoint, model, concurrency: o.concurrency, requests: o.requests,
       prompt_tokens: o.promptTokens, max_tokens: o.maxTokens, temperature: o.temperature, seed: o.seed,
-      ignore_eos: o.ignoreEos, duration_limit_s: o.durationLimitS, check_solo: o.checkSolo,
+      ignore_eos: o.ignoreEos, duration_limit_s: o.durationLimitS, ramp_up_s: o.rampUpS, check_solo: o.checkSolo,
+      prompts_per_level: o.checkSolo ? 'shared' : 'fresh',
     },
     prompts: {
       calibrated: promptSet.calibrated,
@@ -129,15 +151,15 @@ export async function main(argv) {
   let failed = false;
   let soloRecords = null;
   if (o.checkSolo) {
-    const { rep, records } = await phase(1);
+    const { rep, records } = await phase(1, 0, 0);
     out.solo = rep;
     soloRecords = records;
     if (!o.quiet) printPhase('solo runs (concurrency 1)', rep);
     failed ||= rep.failed > 0 || rep.not_sent > 0;
     out.check_solo = { passed: true, compared: 0, mismatches: [] };
   }
-  for (const c of o.concurrency) {
-    const { rep, records } = await phase(c);
+  for (const [level, c] of o.concurrency.entries()) {
+    const { rep, records } = await phase(c, level, o.rampUpS);
     out.levels.push(rep);
     if (!o.quiet) printPhase(`concurrency ${c}`, rep);
     failed ||= rep.failed > 0 || rep.not_sent > 0;

@@ -11,7 +11,8 @@ Streaming load against an OpenAI-compatible server on this machine (loopback add
   --endpoint KIND        completions | chat (default completions)
   --model NAME           model id (default: the first one /v1/models lists)
   --concurrency LIST     clients in flight, one value or a sweep like 1,8,32 (default 8)
-  --requests N           requests per concurrency level (default 32)
+  --requests N           requests per concurrency level (default 32); every level gets prompts of its own
+                         (except with --check-solo), so no level finds another's in the prefix cache
   --prompt-tokens N      prompt text length in tokens, calibrated with /tokenize when available; chat adds
                          the template's own tokens (default 128)
   --max-tokens N         max_tokens of every request (default 128)
@@ -19,6 +20,9 @@ Streaming load against an OpenAI-compatible server on this machine (loopback add
   --seed S               per-request seed S+i for request i; also seeds the prompt text (default: none)
   --ignore-eos           ask the server to generate all max_tokens
   --duration-limit SEC   wall-time limit of each phase; open requests are aborted at it (default 600)
+  --ramp-up SEC          stagger the clients' first requests evenly over SEC seconds; those first requests
+                         are left out of the statistics, which then describe the steady load that follows
+                         (needs --requests above the largest --concurrency; default 0: all start at once)
   --api-key KEY          sent as Authorization: Bearer KEY
   --no-calibrate         do not call /tokenize; estimate prompt lengths
   --check-solo           run every prompt alone first, then all at each concurrency; exit 1 if any output
@@ -46,7 +50,7 @@ function numberIn(flag, raw, min, max) {
 
 const VALUE_FLAGS = new Set([
   '--url', '--endpoint', '--model', '--concurrency', '--requests', '--prompt-tokens', '--max-tokens',
-  '--temperature', '--seed', '--duration-limit', '--api-key', '--json', '--png',
+  '--temperature', '--seed', '--duration-limit', '--ramp-up', '--api-key', '--json', '--png',
 ]);
 const BOOL_FLAGS = new Set(['--ignore-eos', '--check-solo', '--no-calibrate', '--quiet', '--help']);
 
@@ -86,6 +90,7 @@ export function parseArgs(argv) {
     seed: raw.has('--seed') ? intIn('--seed', raw.get('--seed'), 0, 2 ** 52) : null,
     ignoreEos: raw.has('--ignore-eos'),
     durationLimitS: numberIn('--duration-limit', get('--duration-limit', '600'), 0.001, 7 * 24 * 3600),
+    rampUpS: numberIn('--ramp-up', get('--ramp-up', '0'), 0, 3600),
     apiKey: get('--api-key', null),
     calibrate: !raw.has('--no-calibrate'),
     checkSolo: raw.has('--check-solo'),
@@ -99,6 +104,8 @@ export function parseArgs(argv) {
   o.concurrency = levels.map((s) => intIn('--concurrency', s.trim(), 1, 100000));
   if (new Set(o.concurrency).size !== o.concurrency.length)
     throw new UsageError(`--concurrency lists a level twice: '${get('--concurrency')}'`);
+  if (o.rampUpS > 0 && o.requests <= Math.max(...o.concurrency))
+    throw new UsageError(`--ramp-up leaves each client's first request out, so --requests (${o.requests}) must be above the largest --concurrency (${Math.max(...o.concurrency)})`);
   if (o.checkSolo && o.temperature > 0 && o.seed === null)
     throw new UsageError('--check-solo compares outputs, so it needs --temperature 0 or a --seed');
   o.baseUrl = loopbackBaseUrl(o.url);

@@ -1,21 +1,40 @@
 // A phase: `count` requests, at most `concurrency` in flight, each worker taking the next request as soon as
 // its previous one ends (a closed loop, like benchmark_serving's --max-concurrency). The phase always ends:
 // at the duration limit every open request is aborted and the ones not yet sent are reported as not sent.
+//
+// rampUpMs > 0 staggers the workers: worker w sends its first request w * rampUpMs / concurrency after the
+// start, so arrivals stay spread out instead of coming in waves of `concurrency` at once (requests of equal
+// length keep the offsets). Those first `concurrency` requests ran while the load was still building: they
+// come back marked rampUp, and the phase's steady part is what follows them.
 
-export async function runPhase({ count, concurrency, durationLimitMs, send }) {
+const sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    if (ms <= 0 || signal.aborted) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+export async function runPhase({ count, concurrency, durationLimitMs, send, rampUpMs = 0 }) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), durationLimitMs);
   const records = new Array(count);
   let next = 0;
   const t0 = performance.now();
-  const worker = async () => {
+  const workers = Math.min(concurrency, count);
+  const worker = async (w) => {
+    await sleep((w * rampUpMs) / workers, controller.signal);
     while (next < count && !controller.signal.aborted) {
       const i = next++;
-      records[i] = await send(i, controller.signal);
+      const sentAtMs = performance.now() - t0;
+      const r = await send(i, controller.signal);
+      r.sentAtMs = sentAtMs;
+      r.endedAtMs = performance.now() - t0;
+      r.rampUp = rampUpMs > 0 && i < workers;
+      records[i] = r;
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+    await Promise.all(Array.from({ length: workers }, (_, w) => worker(w)));
   } finally {
     clearTimeout(timer);
   }

@@ -73,6 +73,7 @@ export function phaseReport(records, durationMs) {
     }
     perRequest.push({
       index: r.index,
+      sent_at_ms: r.sentAtMs ?? null,
       ok: r.ok,
       status: r.status,
       error: r.error ?? null,
