@@ -405,20 +405,7 @@ struct CudaBackend::Impl {
       const SamplingParams& p = book.params(row.slot);
       const int mode = device_sample_mode(p, cfg.vocab_size, opts.device_vocab_sampling);
       if (!row.want_pick || mode == 0) continue;
-      int32_t* spec = meta.words.data() + layout.pick_specs + i * cuda::kPickWords;
-      auto bits = [](float f) {
-        int32_t b;
-        std::memcpy(&b, &f, 4);
-        return b;
-      };
-      spec[0] = mode;
-      spec[1] = p.top_k;
-      spec[2] = bits(p.temperature);
-      spec[3] = bits(p.top_p);
-      spec[4] = bits(p.min_p);
-      spec[5] = int32_t(uint32_t(p.seed));
-      spec[6] = int32_t(uint32_t(p.seed >> 32));
-      spec[7] = row.pos;
+      cuda::write_pick_spec(meta.words.data() + layout.pick_specs + i * cuda::kPickWords, mode, p, row.pos);
     }
     const size_t meta_bytes = meta.words.size() * 4;
     std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());

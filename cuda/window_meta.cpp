@@ -1,6 +1,7 @@
 #include "cuda/window_meta.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 
 #include "cuda/kernels/kernels.hpp"
@@ -32,6 +33,22 @@ MetaLayout::MetaLayout(const WindowShape& s) {
   tile_rows = tile_first + s.tiles_cap;
   pick_specs = tile_rows + s.tiles_cap;
   words = pick_specs + kPickWords * s.out_rows;
+}
+
+void write_pick_spec(int32_t* w, int mode, const SamplingParams& p, int32_t pos) {
+  auto bits = [](float f) {
+    int32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  };
+  w[0] = mode;
+  w[1] = p.top_k;
+  w[2] = bits(p.temperature);
+  w[3] = bits(p.top_p);
+  w[4] = bits(p.min_p);
+  w[5] = int32_t(uint32_t(p.seed));
+  w[6] = int32_t(uint32_t(p.seed >> 32));
+  w[7] = pos;
 }
 
 int bucket_rows(int n) {

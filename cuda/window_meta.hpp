@@ -43,5 +43,9 @@ WindowMeta build_window_meta(const Window& window, int first, int last, int max_
                              int pad_span = 16);
 int bucket_rows(int n);
 
+// The kPickWords words of a device-sampled row (kernels.hpp, launch_sample): mode, top_k, temperature,
+// top_p, min_p (float bits), seed low, seed high, position.
+void write_pick_spec(int32_t* words, int mode, const SamplingParams& p, int32_t pos);
+
 }  // namespace cuda
 }  // namespace strata

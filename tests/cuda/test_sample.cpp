@@ -11,6 +11,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/window_meta.hpp"
 #include "engine/sampling/philox.hpp"
 #include "engine/sampling/sampler.hpp"
 #include "tests/cuda/cuda_test_buffers.hpp"
@@ -20,12 +21,6 @@ using namespace strata::cuda;
 using cuda_test::Dev;
 
 namespace {
-
-int32_t float_bits(float f) {
-  int32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
 
 // Where the host's draw lands in its rank-ordered candidate list (sampling_candidates order).
 size_t host_draw_rank(const std::vector<Candidate>& c, double u) {
@@ -78,15 +73,7 @@ TEST_CASE("the whole-vocabulary device draw is the host's pick, or hands back on
       p.min_p = s.min_p;
       p.top_k = s.top_k;
       p.seed = 0x9e3779b97f4a7c15ull * uint64_t(r + 1);
-      int32_t* w = &spec[size_t(r) * kPickWords];
-      w[0] = 2;
-      w[1] = p.top_k;
-      w[2] = float_bits(p.temperature);
-      w[3] = float_bits(p.top_p);
-      w[4] = float_bits(p.min_p);
-      w[5] = int32_t(uint32_t(p.seed));
-      w[6] = int32_t(uint32_t(p.seed >> 32));
-      w[7] = 100 + r;
+      write_pick_spec(&spec[size_t(r) * kPickWords], 2, p, 100 + r);
     }
     dspec.put(spec);
     dpick.put(std::vector<int>(kRows, -7));

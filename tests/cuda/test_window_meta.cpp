@@ -3,6 +3,8 @@
 // captured for — and the shape checks kernels make before launching.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/window_meta.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
@@ -106,6 +108,28 @@ TEST_CASE("the fused GEMV refuses an inner dimension it cannot stage and a norm 
   p.norm = &norm;
   p.ep = GemvEpilogue::Residual;
   CHECK_THROWS_WITH(launch_gemv(p, nullptr), Contains("residual epilogue takes no input norm"));
+}
+
+TEST_CASE("a device pick's spec words carry the settings sample.cu reads", "[host]") {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_k = 0;
+  p.top_p = 0.9f;
+  p.min_p = 0.05f;
+  p.seed = 0x0123456789abcdefull;
+  int32_t w[kPickWords] = {};
+  write_pick_spec(w, 2, p, 1234);
+  float t, tp, mp;
+  std::memcpy(&t, &w[2], 4);
+  std::memcpy(&tp, &w[3], 4);
+  std::memcpy(&mp, &w[4], 4);
+  CHECK(w[0] == 2);
+  CHECK(w[1] == 0);
+  CHECK(t == 0.7f);
+  CHECK(tp == 0.9f);
+  CHECK(mp == 0.05f);
+  CHECK((uint64_t(uint32_t(w[6])) << 32 | uint32_t(w[5])) == p.seed);
+  CHECK(w[7] == 1234);
 }
 
 TEST_CASE("row buckets: powers of two to 16, then steps of about 1.5x", "[host]") {
