@@ -175,7 +175,7 @@ bool parse_int(const char* s, int min, int* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv [--fused-row-attention]] [--profile]\n",
                name);
   return 2;
 }
@@ -186,7 +186,7 @@ int run_bench_command(int argc, char** argv) {
   const char* name = argc > 0 ? argv[0] : "bench";
   std::string model_dir;
   int prompt = 256, tokens = 256, device = 0;
-  bool matvec = false, profile = false, fused_gemv = false;
+  bool matvec = false, profile = false, fused_gemv = false, fused_row_attention = false;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
@@ -217,6 +217,8 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_int(argv[++i], 1, &gemm_min_rows)) return usage(name);
     } else if (!std::strcmp(argv[i], "--split-gemm-max-rows") && has_value) {
       if (!parse_int(argv[++i], 0, &split_gemm_max_rows)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--fused-row-attention")) {
+      fused_row_attention = true;  // with --fused-gemv: a one-row window's attention as one kernel
     } else if (!std::strcmp(argv[i], "--fused-gemv")) {
       fused_gemv = true;  // one-row GEMM windows on the fused GEMV instead of cuBLAS and the separate kernels
     } else if (!std::strcmp(argv[i], "--kv-cache-dtype") && has_value) {
@@ -260,6 +262,7 @@ int run_bench_command(int argc, char** argv) {
     if (split_gemm_max_rows >= 0) o.split_gemm_max_rows = split_gemm_max_rows;
     o.kv_cache_dtype = kv_dtype;
     o.fused_gemv = fused_gemv;
+    o.fused_row_attention = fused_row_attention;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
     const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;

@@ -222,6 +222,7 @@ struct CudaBackend::Impl {
         {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {meta_words(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
+        {size_t(cfg.num_kv_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
     };
     size_t total = 0;
     for (auto& p : parts) total += (p.first + 255) / 256 * 256;
@@ -233,6 +234,7 @@ struct CudaBackend::Impl {
     }
     ws.in16 = in16;
     ws.max_splits = max_splits;
+    STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_kv_heads) * 4));  // launch_attention_row
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     meta_host = cuda::PinnedBuffer(meta_words(T, R) * 4, "window metadata");
@@ -314,6 +316,7 @@ struct CudaBackend::Impl {
     fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
     fwd.attention_tc = opts.attention_tc;
     fwd.fused_gemv = opts.fused_gemv;
+    fwd.fused_row_attention = opts.fused_row_attention;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the

@@ -64,6 +64,9 @@ struct CudaBackendOptions {
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = false;
+  // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
+  // (kernels/attention_row.cu) instead of three.
+  bool fused_row_attention = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = false;

@@ -30,6 +30,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   const bool gemv = use_gemm && T == 1 && ctx.fused_gemv && w.type == WType::BF16 && gemv_supports(H) &&
                     gemv_supports(q_dim) && gemv_supports(FF);
   const bool want16 = use_gemm && !gemv && w.type == WType::BF16;
+  const bool row_attention = gemv && ctx.fused_row_attention && attention_row_supports(c.num_heads, c.num_kv_heads, HD);
   // Split activations on windows of up to split_gemm_max_rows rows: each bf16 input row comes with its
   // remainder row, so the GEMM has 2T columns, reads the weights once, and the hi and remainder products add up
   // to a near-fp32 product (the skinny kernel's accuracy) where the weights, not the FLOPs, set the time.
@@ -118,14 +119,18 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     qp.q_norm = Ly.q_norm;
     qp.k_norm = Ly.k_norm;
     qp.kv = kv;
-    launch_qkv_rope(ws.qkv, T, qp, stream);
     ap.kv = kv;
-    if (flash)  // prompt windows (tolerance path): tensor cores
-      launch_flash_attention(ap, stream);
-    else if (tc)
-      launch_attention_tc(ap, stream);
-    else
-      launch_attention(ap, stream);
+    if (row_attention) {
+      launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
+    } else {
+      launch_qkv_rope(ws.qkv, T, qp, stream);
+      if (flash)  // prompt windows (tolerance path): tensor cores
+        launch_flash_attention(ap, stream);
+      else if (tc)
+        launch_attention_tc(ap, stream);
+      else
+        launch_attention(ap, stream);
+    }
     if (gemv) {
       fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
       fused(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);

@@ -29,6 +29,7 @@ struct Workspace {
   float* logits = nullptr;   // [R][vocab]
   int* picks = nullptr;      // [R]
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
+  int* attn_counters = nullptr;  // [n_kv_heads]: launch_attention_row's split counters
   int max_splits = 0;
 };
 
@@ -45,6 +46,7 @@ struct ForwardContext {
   int split_gemm_max_rows = 0;  // GEMM windows of up to this many rows split their activations (forward.cpp)
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
   bool fused_gemv = false;      // CudaBackendOptions::fused_gemv
+  bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

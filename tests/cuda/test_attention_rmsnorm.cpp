@@ -92,6 +92,7 @@ class AttnFixture {
     k_.put(kh);
     v_.put(vh);
     table_.put(table);
+    counters_.put(std::vector<int>(64, 0));
     configure_attention(hd);
   }
 
@@ -157,8 +158,14 @@ class AttnFixture {
       REQUIRE(r.pos < sh.context);
       const std::vector<float> q = q_of(r.slot, r.pos);
       std::copy(q.begin(), q.end(), qkv.begin() + size_t(i) * stride);
-      // k and v of the row: garbage (the kernel reads K/V from the arena only)
+      // k and v of the row: garbage (the kernel reads K/V from the arena only), except for the one-row kernel,
+      // which stores the row's own k and v: then the arena's values, so the arena stays as it is.
       for (int j = q_dim; j < stride; ++j) qkv[size_t(i) * stride + j] = 1e30f;
+      if (row) {
+        std::copy(k_row(r.slot, r.pos), k_row(r.slot, r.pos) + kv_dim, qkv.begin() + size_t(i) * stride + q_dim);
+        std::copy(v_row(r.slot, r.pos), v_row(r.slot, r.pos) + kv_dim,
+                  qkv.begin() + size_t(i) * stride + q_dim + kv_dim);
+      }
       pos.push_back(r.pos);
       slot.push_back(r.slot);
       max_pos = std::max(max_pos, r.pos);
@@ -213,8 +220,32 @@ class AttnFixture {
     ap.part_ml = part_ml.p;
     ap.out = out.p;
     ap.out16 = Bf16Out{out16.p, split};
-    if (tc) launch_attention_tc(ap, nullptr);
-    else launch_attention(ap, nullptr);
+    if (row) {
+      // RoPE by cos 1, sin 0 (rotate-half leaves both halves exactly as they are), no bias or norms: the
+      // row kernel's q is q_of and its stored k / v are the arena's, as the reference reads them.
+      REQUIRE(rows == 1);
+      const size_t table_n = size_t(sh.context) * size_t(hd / 2);
+      Dev<float> cs(table_n), sn(table_n);
+      cs.put(std::vector<float>(table_n, 1.0f));
+      sn.put(std::vector<float>(table_n, 0.0f));
+      QkvRopeParams qp;
+      qp.n_heads = sh.n_heads;
+      qp.n_kv_heads = sh.n_kv_heads;
+      qp.head_dim = hd;
+      qp.cos = cs.p;
+      qp.sin = sn.p;
+      qp.pos = d_pos.p;
+      qp.slot = d_slot.p;
+      qp.kv = ap.kv;
+      launch_attention_row(d_qkv.p, qp, ap, counters_.p, nullptr);
+      CU(cudaDeviceSynchronize());
+      // The counters are back at zero: the next launch merges again.
+      for (int c : counters_.get()) REQUIRE(c == 0);
+    } else if (tc) {
+      launch_attention_tc(ap, nullptr);
+    } else {
+      launch_attention(ap, nullptr);
+    }
     CU(cudaDeviceSynchronize());
     CU(cudaGetLastError());
 
@@ -236,6 +267,7 @@ class AttnFixture {
   int hd, q_dim, kv_dim, stride;
   bool arena16 = false;  // run() reads the bf16 arena (a fixture made with bf16 only)
   bool tc = false;       // run() takes launch_attention_tc (needs arena16)
+  bool row = false;      // run() takes launch_attention_row (one-row windows)
 
  private:
   static constexpr int kBs = 16;
@@ -248,6 +280,7 @@ class AttnFixture {
   Dev<float> k_, v_;
   Dev<uint16_t> k16_, v16_;
   Dev<int32_t> table_;
+  Dev<int> counters_{64};  // launch_attention_row's, zero between launches
   std::vector<int32_t> table_h;
   std::vector<float> kh, vh;
 };
@@ -434,6 +467,43 @@ TEST_CASE("attention on a bf16 KV arena gives the bits of the fp32 arena holding
       CHECK(b.pad_untouched);
       CHECK(same_bits(a.out.data(), b.out.data(), a.out.size()));
       check_reference(f, *w);  // and the values are right (against the host reference on the bf16 values)
+    }
+  }
+}
+
+TEST_CASE("the one-row attention kernel matches the host reference on both arenas, across split boundaries") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  CHECK_FALSE(attention_row_supports(32, 1, 128));  // 32 query heads on one KV head: past the group limit
+  CHECK_FALSE(attention_row_supports(8, 8, 12));
+  CHECK(attention_row_supports(32, 8, 128));
+  for (const AttnShape sh : {AttnShape{128, 32, 8, 4, 1100}, AttnShape{64, 8, 8, 4, 1100}, AttnShape{16, 4, 2, 4, 1100},
+                             AttnShape{256, 4, 1, 4, 600}}) {
+    for (bool bf16 : {false, true}) {
+      AttnFixture f(sh, 1500u + unsigned(sh.head_dim + sh.n_heads), bf16);
+      f.arena16 = bf16;
+      f.row = true;
+      for (int pos : {0, 5, 127, 128, 300, 599, sh.context - 1}) {
+        AttnWindow w;
+        w.add(pos % sh.slots, pos, 1, 1);
+        INFO("hd " << sh.head_dim << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << ", pos " << pos
+                   << (bf16 ? ", bf16" : ", f32") << " arena");
+        for (int extra : {0, 3}) {  // a grid with more splits than the position needs
+          const AttnFixture::Out a = f.run(w, extra), again = f.run(w, extra);
+          CHECK(same_bits(a.out.data(), again.out.data(), a.out.size()));
+          CHECK(a.pad_untouched);
+          const std::vector<float> ref = f.reference(w.rows[0]);
+          float scale = 1.0f, err = 0.0f;
+          for (float x : ref) scale = std::max(scale, std::fabs(x));
+          for (size_t j = 0; j < ref.size(); ++j) {
+            const float d = std::fabs(a.out[j] - ref[j]);
+            err = std::isnan(d) ? INFINITY : std::max(err, d);
+          }
+          INFO("max |gpu - ref| " << err << " at scale " << scale);
+          CHECK(err <= 1e-4f * scale);
+        }
+      }
     }
   }
 }
