@@ -63,6 +63,7 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
   __shared__ float q[kMaxGroup][kMaxHeadDim];
   __shared__ float k_new[kMaxHeadDim], v_new[kMaxHeadDim], work[kMaxHeadDim];
   __shared__ float p[kMaxGroup][kThreads];  // scores, then their exp
+  __shared__ long long off[kThreads];  // the split's arena rows (elements from kv.k / kv.v), this KV head
   __shared__ float inv_s;
   __shared__ int last_block;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -77,15 +78,17 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
   const KvLayout& kv = ap.kv;
   const size_t head_off = size_t(g) * hd;
 
-  // The split's K and V rows from earlier windows, fetched into L2 while the previous kernel finishes.
-  {
+  // The split's K and V rows from earlier windows, fetched into L2 while the previous kernel finishes (the
+  // block table and the row's position are this window's metadata, copied before the graph's kernels).
+  const T* kbase = static_cast<const T*>(kv.k);
+  const T* vbase = static_cast<const T*>(kv.v);
+  if (tid < n) {
     const int j = j0 + tid;
-    if (j < pos && tid < n) {
-      const T* kr = kv_row<T>(kv.k, kv, slot, j) + head_off;
-      const T* vr = kv_row<T>(kv.v, kv, slot, j) + head_off;
+    off[tid] = static_cast<long long>(kv_offset(kv, slot, j) + head_off);
+    if (j < pos) {
       for (int b = 0; b < hd * int(sizeof(T)); b += 128) {
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(kr) + b));
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(vr) + b));
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(kbase + off[tid]) + b));
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(vbase + off[tid]) + b));
       }
     }
   }
@@ -123,7 +126,7 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
   // Scores: thread j takes position j0 + j for every head of the group.
   if (tid < n) {
     const int j = j0 + tid;
-    const T* kr = kv_row<T>(kv.k, kv, slot, j) + head_off;
+    const T* kr = kbase + off[tid];
     float s[kMaxGroup];
 #pragma unroll
     for (int t = 0; t < kMaxGroup; ++t) s[t] = 0.0f;
@@ -159,7 +162,7 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
     for (int t = 0; t < kMaxGroup; ++t) acc[t] = 0.0f;
     for (int jj = 0; jj < n; ++jj) {
       const int j = j0 + jj;
-      const float vd = j == pos ? v_new[d] : kv_value<T>(kv_row<T>(kv.v, kv, slot, j) + head_off, d);
+      const float vd = j == pos ? v_new[d] : kv_value<T>(vbase + off[jj], d);
 #pragma unroll
       for (int t = 0; t < kMaxGroup; ++t)
         if (t < G) acc[t] = fmaf(p[t][jj], vd, acc[t]);
