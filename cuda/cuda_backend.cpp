@@ -530,6 +530,8 @@ int CudaBackend::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
 }
 std::vector<RowResult> CudaBackend::run_window(const Window& window) { return impl_->run(window); }
 void CudaBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
+// Positions past the cut stay in the arena until later windows overwrite them; nothing reads them first.
+int CudaBackend::truncate(SlotId s, int n_keep) { return impl_->book.truncate(s, n_keep); }
 
 void CudaBackend::release() {
   // Work already queued finishes or faults; either way no window is in flight afterwards.

@@ -105,6 +105,7 @@ class CudaBackend : public Backend {
   // changes, KvExhausted included (the window needs more blocks than the pool has free).
   std::vector<RowResult> run_window(const Window& window) override;
   void commit(SlotId slot, int n_keep) override;
+  int truncate(SlotId slot, int n_keep) override;
   void release() override;
 
   CudaMemoryReport memory() const;

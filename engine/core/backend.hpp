@@ -81,6 +81,15 @@ class Backend {
   // discarded (or overwritten before any read). A plain window commits all its rows implicitly.
   virtual void commit(SlotId slot, int n_keep) = 0;
 
+  // Keeps the slot's first n_keep positions (at most what it holds) and forgets the rest, whatever windows
+  // wrote them, and returns how many it kept: n_keep, or fewer (the caller feeds the difference again) when
+  // the cut falls inside a block the prefix cache already shares. The default keeps nothing (reset_slot).
+  virtual int truncate(SlotId slot, int n_keep) {
+    (void)n_keep;
+    reset_slot(slot);
+    return 0;
+  }
+
   // Watchdog path: abandon in-flight work and return to a state where every slot can be reset.
   virtual void release() {}
 };

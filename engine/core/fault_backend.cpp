@@ -23,6 +23,7 @@ class FaultyBackend : public Backend {
     return inner_->attach_prefix(slot, prompt);
   }
   void commit(SlotId slot, int n_keep) override { inner_->commit(slot, n_keep); }
+  int truncate(SlotId slot, int n_keep) override { return inner_->truncate(slot, n_keep); }
 
   std::vector<RowResult> run_window(const Window& window) override {
     for (const auto& a : faults_->next_window()) {

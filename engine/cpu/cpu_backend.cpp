@@ -272,6 +272,7 @@ int CpuBackend::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
 }
 std::vector<RowResult> CpuBackend::run_window(const Window& window) { return impl_->run(window); }
 void CpuBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
+int CpuBackend::truncate(SlotId s, int n_keep) { return impl_->book.truncate(s, n_keep); }
 
 const char* CpuBackend::kernel_name() const { return cpu::matmul_kernel_name(impl_->matmul_kernel); }
 int CpuBackend::threads() const { return impl_->pool.size(); }

@@ -44,6 +44,7 @@ class CpuBackend : public Backend {
   // strata::Error before any state changes.
   std::vector<RowResult> run_window(const Window& window) override;
   void commit(SlotId slot, int n_keep) override;
+  int truncate(SlotId slot, int n_keep) override;
 
   const char* kernel_name() const;  // "avx2-fma" or "portable"
   int threads() const;

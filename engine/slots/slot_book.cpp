@@ -171,6 +171,23 @@ void SlotBook::commit(SlotId s, int n_keep) {
   trim_blocks(sl);
 }
 
+int SlotBook::truncate(SlotId s, int n_keep) {
+  Slot& sl = open_ref(s, "truncate");
+  if (n_keep < 0 || n_keep > sl.committed)
+    throw Error("truncate: n_keep " + std::to_string(n_keep) + " for slot " + std::to_string(s) + " is outside [0, " +
+                std::to_string(sl.committed) + "]");
+  if (paged_ && n_keep < sl.published * pool_.block_size()) {
+    // The cut is inside blocks the prefix cache shares: they must stay as they are, so start over.
+    reset(s);
+    return 0;
+  }
+  sl.committed = n_keep;
+  sl.tokens.resize(size_t(n_keep));
+  sl.last_window = -1;
+  trim_blocks(sl);
+  return n_keep;
+}
+
 int SlotBook::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
   Slot& sl = open_ref(s, "attach_prefix");
   if (sl.committed != 0 || !sl.table.empty())

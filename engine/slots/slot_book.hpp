@@ -65,6 +65,9 @@ class SlotBook {
   void accept(const Window& window);
   // Keeps the first n_keep of this slot's rows in the last accepted window.
   void commit(SlotId slot, int n_keep);
+  // Backend::truncate: keeps positions [0, n_keep); a cut inside a published (shared) block resets the slot
+  // instead (returns 0). Throws for n_keep outside [0, committed].
+  int truncate(SlotId slot, int n_keep);
   // Watchdog path: no window's rows can be trimmed any more.
   void forget_last_window();
 

@@ -33,12 +33,17 @@ bool DraftModelDrafter::prepare(const std::vector<TokenId>& history) {
     cached_.clear();
     dirty_ = false;
   }
-  const size_t keep = history.size() - 1;  // the slot's state after this proposal
-  if (dirty_ || cached_.size() > keep || !std::equal(cached_.begin(), cached_.end(), history.begin())) {
+  if (dirty_) {  // a proposal that threw part-way left the slot's contents unknown
     draft_->reset_slot(slot_);
     cached_.clear();
   }
-  dirty_ = true;  // until the proposal completes: a throw in between leaves the slot's contents unknown
+  // Keep what the slot holds as far as it agrees with the history minus its last token (which this
+  // proposal feeds): the drafts the target accepted stay, the rest is cut off.
+  const size_t limit = history.size() - 1;
+  size_t common = 0;
+  while (common < cached_.size() && common < limit && cached_[common] == history[common]) ++common;
+  if (common < cached_.size()) cached_.resize(size_t(draft_->truncate(slot_, int(common))));
+  dirty_ = true;  // until the proposal completes
   return true;
 }
 
@@ -77,14 +82,14 @@ std::vector<TokenId> run_segments(Backend& be, const std::vector<Rows>& segs, si
 
 }  // namespace
 
-// Every job advances in lockstep: step 0 feeds each slot what the target accepted since its last proposal
-// (drafting d1), step j re-runs [last, d1 .. dj] (drafting dj+1) and commits none of it. All jobs' rows of a
-// step share windows, so a batch of S slots costs k draft windows, not S x k.
+// Every job advances in lockstep: step 0 feeds each slot the history past what it holds (drafting d1), step
+// j feeds dj alone (drafting dj+1), every row kept. All jobs' rows of a step share windows, so a batch of S
+// slots costs k draft windows of about S rows, not S x k windows.
 void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
   struct Live {
     DraftModelDrafter* d;
     DraftJob* job;
-    size_t from, keep;
+    size_t from;
   };
   std::vector<Live> live;
   for (DraftJob& j : jobs) {
@@ -92,7 +97,7 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     auto* d = static_cast<DraftModelDrafter*>(j.drafter);  // same batch key: a drafter on this backend
     const std::vector<TokenId>& h = *j.history;
     if (j.max_k <= 0 || h.empty() || !d->prepare(h)) continue;
-    live.push_back(Live{d, &j, d->cached_.size(), h.size() - 1});
+    live.push_back(Live{d, &j, d->cached_.size()});
   }
   if (live.empty()) return;
   const size_t max_rows = static_cast<size_t>(std::max(1, draft_->info().max_window_rows));
@@ -118,23 +123,19 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       const std::vector<TokenId>& h = *l.job->history;
       std::vector<TokenId>& drafts = l.job->drafts;
       if (static_cast<int>(drafts.size()) >= l.job->max_k) continue;
-      if (step == 0) {
+      if (step == 0)
         segs.push_back(Rows{l.d->slot_, std::vector<TokenId>(h.begin() + static_cast<long>(l.from), h.end()),
                             static_cast<int32_t>(l.from)});
-      } else {
-        std::vector<TokenId> t{h.back()};
-        t.insert(t.end(), drafts.begin(), drafts.end());
-        segs.push_back(Rows{l.d->slot_, std::move(t), static_cast<int32_t>(l.keep)});
-      }
+      else
+        segs.push_back(Rows{l.d->slot_, {drafts.back()}, static_cast<int32_t>(l.d->cached_.size())});
       who.push_back(&l);
     }
     if (segs.empty()) break;
     const std::vector<TokenId> picks = run_segments(*draft_, segs, max_rows);
     for (size_t i = 0; i < who.size(); ++i) {
       Live& l = *who[i];
-      // Step 0 keeps everything but the history's last token, which every later step re-runs.
-      draft_->commit(l.d->slot_, step == 0 ? static_cast<int>(l.keep - l.from) : 0);
-      if (step == 0) l.d->cached_.assign(l.job->history->begin(), l.job->history->begin() + static_cast<long>(l.keep));
+      if (step == 0) l.d->cached_ = *l.job->history;
+      else l.d->cached_.push_back(l.job->drafts.back());
       l.job->drafts.push_back(picks[i]);
     }
   }

@@ -13,11 +13,11 @@ namespace strata {
 // One per request; all of a server's drafters share one draft backend and each holds one of its slots.
 // Only the engine thread calls it (the Backend contract).
 //
-// Keeping in step with the target: after every propose() the draft slot holds exactly history minus its last
-// token, whatever the verifier then accepts. Each draft step therefore runs [last, d1..dj-1] and commits none
-// of it, so the next propose() only has to feed what the target accepted since (accepted drafts, the bonus
-// pick and the old last token). A history that no longer extends what the slot holds (after an engine
-// restart) is recomputed from the start.
+// Keeping in step with the target: after a propose() of k drafts the draft slot holds the history and the
+// first k - 1 drafts, each draft step having fed one row. The next propose() truncates the slot to where it
+// agrees with the new history (Backend::truncate: the accepted drafts stay) and feeds the rest (the bonus
+// pick, or the first rejected position on). A history that shares nothing with what the slot holds (after
+// an engine restart) is recomputed from the start.
 class DraftModelDrafter : public Drafter {
  public:
   explicit DraftModelDrafter(std::shared_ptr<Backend> draft);
@@ -35,8 +35,8 @@ class DraftModelDrafter : public Drafter {
   void propose_together(std::vector<DraftJob>& jobs) override;
 
  private:
-  // Opens the slot on first use and resets it when the history no longer extends what it holds; false when
-  // the draft backend has no free slot.
+  // Opens the slot on first use and cuts it back to where it agrees with the history; false when the draft
+  // backend has no free slot.
   bool prepare(const std::vector<TokenId>& history);
 
   std::shared_ptr<Backend> draft_;

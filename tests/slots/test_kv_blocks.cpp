@@ -291,3 +291,42 @@ TEST_CASE("paged book: a slot whose chain collides keeps working, uncached") {
   b.close(w);
   CHECK(b.free_blocks() == 16);
 }
+
+TEST_CASE("paged book: truncate keeps a prefix across windows and gives the blocks past it back") {
+  SlotBook b = paged_book(1, 8, /*caching=*/false);
+  const SlotId s = open_one(b);
+  const auto t = seq(14, 5);
+  b.accept(rows_of(s, t, 0, 6));
+  b.accept(rows_of(s, t, 6, 4));
+  b.accept(rows_of(s, t, 10, 4));  // 14 positions over three windows: 4 blocks
+  CHECK(b.block_table(s).size() == 4);
+  CHECK(b.truncate(s, 5) == 5);   // inside block 1: blocks 0 and 1 stay
+  CHECK(b.committed(s) == 5);
+  CHECK(b.block_table(s).size() == 2);
+  CHECK(b.free_blocks() == 6);
+  const TokenHistory h = b.history(s, 4);
+  CHECK(std::equal(h.tokens, h.tokens + h.len, t.begin()));
+  // The next window continues at the cut, and no window is left for commit to trim.
+  CHECK_THROWS_WITH(b.commit(s, 0), Contains("no rows in the last window"));
+  CHECK_THROWS_WITH(b.accept(rows_of(s, t, 6, 1)), Contains("does not continue its history"));
+  b.accept(rows_of(s, t, 5, 3));
+  CHECK(b.committed(s) == 8);
+  CHECK_THROWS_WITH(b.truncate(s, 9), Contains("n_keep 9 for slot 0 is outside [0, 8]"));
+  CHECK(b.truncate(s, 0) == 0);
+  CHECK(b.block_table(s).empty());
+  CHECK(b.free_blocks() == b.total_blocks());
+}
+
+TEST_CASE("paged book: a truncate inside blocks the prefix cache shares starts the slot over") {
+  SlotBook b = paged_book(1, 8);
+  const SlotId s = open_one(b);
+  const auto t = seq(12, 6);
+  b.accept(rows_of(s, t, 0, 9));
+  b.accept(rows_of(s, t, 9, 3));  // blocks 0 and 1 (positions 0-7) are final now and published
+  CHECK(b.truncate(s, 9) == 9);   // past the published blocks: kept
+  CHECK(b.truncate(s, 6) == 0);   // inside published block 1: reset
+  CHECK(b.committed(s) == 0);
+  CHECK(b.block_table(s).empty());
+  b.accept(rows_of(s, t, 0, 2));
+  CHECK(b.committed(s) == 2);
+}

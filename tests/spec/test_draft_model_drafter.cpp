@@ -1,6 +1,6 @@
 // The draft-model drafter over a toy backend whose greedy pick is (last token + 1) mod 100: what it proposes,
-// that its slot stays in step with the target's history with only the new rows fed each time, and that many
-// slots' drafters draft together in shared windows.
+// that its slot stays in step with the target's history (truncated to where they agree, one row fed per
+// draft step), and that many slots' drafters draft together in shared windows.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -17,7 +17,7 @@ struct ToyBackend : Backend {
   std::map<SlotId, std::vector<TokenId>> held;  // committed tokens per open slot
   std::map<SlotId, int> last_first, last_count;
   std::vector<Window> windows;
-  int resets = 0;
+  int resets = 0, truncates = 0;
   int max_rows = 64;
 
   BackendInfo info() const override { return {"toy", 4, 64, 100, max_rows}; }
@@ -63,6 +63,18 @@ struct ToyBackend : Backend {
     REQUIRE(n_keep <= last_count[s]);
     held.at(s).resize(static_cast<size_t>(last_first[s] + n_keep));
   }
+  int truncate(SlotId s, int n_keep) override {
+    REQUIRE(n_keep >= 0);
+    REQUIRE(size_t(n_keep) <= held.at(s).size());
+    ++truncates;
+    held.at(s).resize(size_t(n_keep));
+    return n_keep;
+  }
+};
+
+// A backend that keeps no part of a slot on truncate (the Backend default: reset_slot).
+struct ForgetfulToy : ToyBackend {
+  int truncate(SlotId s, int n_keep) override { return Backend::truncate(s, n_keep); }
 };
 
 }  // namespace
@@ -75,28 +87,55 @@ TEST_CASE("draft-model drafter proposes the draft model's greedy continuation") 
   CHECK(d.propose({5, 6, 7}, 0).empty());
 }
 
-TEST_CASE("draft-model drafter leaves its slot at the history minus its last token and feeds only new rows") {
+TEST_CASE("draft-model drafter feeds one row per draft step and keeps the drafts the target accepted") {
   auto toy = std::make_shared<ToyBackend>();
   DraftModelDrafter d(toy);
   CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
-  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6});
-  // The target kept 8 9 and picked 20 itself: the next call catches up from position 2 only.
+  // Three windows: the history, then 8, then 9 (10 is never fed); the slot holds all of it.
+  REQUIRE(toy->windows.size() == 3u);
+  CHECK(toy->windows[0].rows.size() == 3u);
+  CHECK(toy->windows[1].rows.size() == 1u);
+  CHECK(toy->windows[2].rows.size() == 1u);
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9});
+  // The target kept 8 9 and picked 20 itself: nothing to cut, the next call feeds 20 at position 5.
   toy->windows.clear();
   CHECK(d.propose({5, 6, 7, 8, 9, 20}, 2) == std::vector<TokenId>{21, 22});
-  REQUIRE(!toy->windows.empty());
-  CHECK(toy->windows.front().rows.front().pos == 2);
-  CHECK(toy->windows.front().rows.size() == 4);
-  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9});
+  REQUIRE(toy->windows.size() == 2u);
+  CHECK(toy->windows[0].rows.size() == 1u);
+  CHECK(toy->windows[0].rows[0].pos == 5);
+  CHECK(toy->truncates == 0);
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9, 20, 21});
+  // The target kept only 20 of 21 22 and picked 40: the slot is cut back to the history it agrees with.
+  toy->windows.clear();
+  CHECK(d.propose({5, 6, 7, 8, 9, 20, 40}, 2) == std::vector<TokenId>{41, 42});
+  CHECK(toy->truncates == 1);
+  CHECK(toy->windows[0].rows[0].pos == 6);
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9, 20, 40, 41});
   CHECK(toy->resets == 0);
 }
 
-TEST_CASE("draft-model drafter recomputes a history that no longer extends what its slot holds") {
-  auto toy = std::make_shared<ToyBackend>();
+TEST_CASE("draft-model drafter recomputes a history that shares nothing with what its slot holds") {
+  for (bool forgetful : {false, true}) {
+    std::shared_ptr<ToyBackend> toy = forgetful ? std::make_shared<ForgetfulToy>() : std::make_shared<ToyBackend>();
+    DraftModelDrafter d(toy);
+    d.propose({5, 6, 7, 8}, 2);
+    toy->windows.clear();
+    CHECK(d.propose({1, 2}, 2) == std::vector<TokenId>{3, 4});
+    CHECK(toy->windows[0].rows.size() == 2u);  // from position 0
+    CHECK(toy->held.at(0) == std::vector<TokenId>{1, 2, 3});
+    CHECK(toy->resets == (forgetful ? 1 : 0));
+  }
+}
+
+TEST_CASE("draft-model drafter refeeds what a backend could not keep on truncate") {
+  auto toy = std::make_shared<ForgetfulToy>();
   DraftModelDrafter d(toy);
-  d.propose({5, 6, 7, 8}, 2);
-  CHECK(d.propose({1, 2}, 2) == std::vector<TokenId>{3, 4});
+  d.propose({5, 6, 7}, 3);
+  toy->windows.clear();
+  CHECK(d.propose({5, 6, 7, 8, 30}, 2) == std::vector<TokenId>{31, 32});
   CHECK(toy->resets == 1);
-  CHECK(toy->held.at(0) == std::vector<TokenId>{1});
+  CHECK(toy->windows[0].rows.size() == 5u);  // everything again, from position 0
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 30, 31});
 }
 
 TEST_CASE("draft-model drafter proposes nothing while the draft backend has no free slot, and frees its slot") {
@@ -129,15 +168,18 @@ TEST_CASE("draft-model drafter catches up a history longer than the draft backen
   CHECK(d.propose(history, 3) == std::vector<TokenId>{33, 34, 35});
   for (const Window& w : toy->windows) CHECK(w.rows.size() <= 5u);
   CHECK(toy->windows.size() >= 5u + 2u);  // ceil(23 / 5) catch-up windows, then two draft steps
-  // The slot holds the history minus its last token, as after a one-window catch-up.
-  const std::vector<TokenId> expect(history.begin(), history.end() - 1);
+  // The slot holds the history and the first two drafts, as after a one-window catch-up.
+  std::vector<TokenId> expect = history;
+  expect.push_back(33);
+  expect.push_back(34);
   CHECK(toy->held.at(0) == expect);
-  // And it goes on in step: two accepted tokens later only the new rows are fed.
+  // And it goes on in step: the target accepted both drafts and picked 35; only that row is fed.
   history.push_back(33);
   history.push_back(34);
+  history.push_back(35);
   const size_t before = toy->windows.size();
-  CHECK(d.propose(history, 2) == std::vector<TokenId>{35, 36});
-  CHECK(toy->windows[before].rows.size() == 3u);  // the old last token and the two new ones
+  CHECK(d.propose(history, 2) == std::vector<TokenId>{36, 37});
+  CHECK(toy->windows[before].rows.size() == 1u);
 }
 
 TEST_CASE("draft-model drafters on one backend draft together: k shared windows, the proposals of each alone") {
@@ -162,19 +204,23 @@ TEST_CASE("draft-model drafters on one backend draft together: k shared windows,
   CHECK(slots_in(toy->windows[0]) == 3u);
   CHECK(slots_in(toy->windows[1]) == 2u);
   CHECK(slots_in(toy->windows[3]) == 1u);
-  // Each slot is left at its history minus the last token, as a lone proposal leaves it.
-  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6});
-  CHECK(toy->held.at(1) == std::vector<TokenId>{40});
-  CHECK(toy->held.at(2) == std::vector<TokenId>{90, 91, 92});
-  // And the next round feeds each only what its target accepted since.
-  const std::vector<TokenId> ha2{5, 6, 7, 8, 50}, hc2{90, 91, 92, 93, 94, 95};
+  // Each slot holds its history and all but its last draft, as a lone proposal leaves it; after the first
+  // window every slot that still drafts feeds one row a step.
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9});
+  CHECK(toy->held.at(1) == std::vector<TokenId>{40, 41});
+  CHECK(toy->held.at(2) == std::vector<TokenId>{90, 91, 92, 93, 94, 95, 96});
+  CHECK(toy->windows[1].rows.size() == 2u);
+  // And the next round feeds each only what its target decided since: a kept 8 and picked 50 (9 is cut);
+  // c kept 94 95 and picked 99 (96 is cut).
+  const std::vector<TokenId> ha2{5, 6, 7, 8, 50}, hc2{90, 91, 92, 93, 94, 95, 99};
   std::vector<DraftJob> next{{&a, &ha2, 2, {}}, {&c, &hc2, 2, {}}};
   toy->windows.clear();
   c.propose_together(next);
   CHECK(next[0].drafts == std::vector<TokenId>{51, 52});
-  CHECK(next[1].drafts == std::vector<TokenId>{96, 97});
+  CHECK(next[1].drafts == std::vector<TokenId>{0, 1});
   REQUIRE(toy->windows.size() == 2u);
-  CHECK(toy->windows[0].rows.size() == 3u + 3u);  // a: 7 8 50 from position 2; c: 93 94 95 from position 3
+  CHECK(toy->windows[0].rows.size() == 1u + 1u);  // a: 50 at position 4; c: 99 at position 6
+  CHECK(toy->truncates == 2);
   CHECK(toy->resets == 0);
 }
 
@@ -200,5 +246,5 @@ TEST_CASE("shared draft windows respect the draft backend's window size and reco
   a.propose_together(jobs);
   CHECK(toy->resets == resets + 3);
   CHECK(jobs[1].drafts == std::vector<TokenId>{4, 5, 6});
-  CHECK(toy->held.at(1) == std::vector<TokenId>{1, 2});
+  CHECK(toy->held.at(1) == std::vector<TokenId>{1, 2, 3, 4, 5});
 }
