@@ -212,6 +212,9 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   shape.max_context = runtime.ctx_size;
   shape.threads = config.backend.threads;
   shape.kv_cache_dtype = config.backend.kv_cache_dtype;
+  // No prefix cache: drafters never attach a prefix, and a cached (shared) block would stop
+  // Backend::truncate from cutting a slot back inside it, so a rejected draft there would mean a recompute.
+  shape.prefix_caching = false;
   auto backend = std::shared_ptr<Backend>(backend_factory_for(draft, runtime.device, shape)());
   config.engine.speculation.drafter_factory = [backend]() -> std::unique_ptr<Drafter> {
     return std::make_unique<DraftModelDrafter>(backend);
