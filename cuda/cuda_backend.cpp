@@ -81,6 +81,7 @@ struct CudaBackend::Impl {
   cuda::DeviceBuffer rope_cos, rope_sin, workspace, cublas_ws, kv_k, kv_v, table_dev;
   cuda::PinnedBuffer meta_host, picks_host, table_host;
   cuda::PinnedBuffer logits_host;  // rows the host answers (grown on demand)
+  cuda::PinnedBuffer logprobs_host;  // launch_logprobs's rows
   cpu::ThreadPool host_pool;       // those rows' picks and logprobs
   cuda::ForwardContext fwd;
   std::map<cuda::WindowShape, std::unique_ptr<Graph>> graphs;
@@ -223,6 +224,7 @@ struct CudaBackend::Impl {
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {meta_words(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_kv_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
+        {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
     size_t total = 0;
     for (auto& p : parts) total += (p.first + 255) / 256 * 256;
@@ -239,6 +241,7 @@ struct CudaBackend::Impl {
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     meta_host = cuda::PinnedBuffer(meta_words(T, R) * 4, "window metadata");
     picks_host = cuda::PinnedBuffer(R * 4, "picks");
+    logprobs_host = cuda::PinnedBuffer(R * size_t(cuda::kLogprobWords) * 4, "device logprobs");
     mem.workspace_bytes = total + cublas_ws.bytes() + rope_cos.bytes() + rope_sin.bytes();
   }
 
@@ -317,6 +320,7 @@ struct CudaBackend::Impl {
     fwd.attention_tc = opts.attention_tc;
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_row_attention = opts.fused_row_attention;
+    fwd.device_logprobs = opts.device_logprobs;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the
@@ -403,38 +407,42 @@ struct CudaBackend::Impl {
     const int pad_span = std::min(book.block_size(), opts.max_context);
     cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits, scratch_slot, pad_span);
     const cuda::MetaLayout layout(meta.shape);
-    for (size_t i = 0; i < meta.out_rows.size(); ++i) {
-      const Row& row = win.rows[size_t(first + meta.out_rows[i])];
-      const SamplingParams& p = book.params(row.slot);
-      const int mode = device_sample_mode(p, cfg.vocab_size, opts.device_vocab_sampling);
-      if (!row.want_pick || mode == 0) continue;
-      cuda::write_pick_spec(meta.words.data() + layout.pick_specs + i * cuda::kPickWords, mode, p, row.pos);
-    }
-    const size_t meta_bytes = meta.words.size() * 4;
-    std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
-    // Which output rows the host answers (a pick the device cannot make, logprobs, logits): their logits
-    // come back in one go behind the graph, into pinned memory, before the one synchronize.
+    // What each output row needs: a pick the device makes (or the host), logprobs the device computes (or
+    // the host, from the logits), the logits themselves. Rows the host answers get their logits back in one
+    // go behind the graph, into pinned memory, before the one synchronize.
     const int V = cfg.vocab_size;
     const int n_out = int(meta.out_rows.size());
     std::vector<RowAnswer> answers(static_cast<size_t>(n_out));
     std::vector<int> host_rows;
-    std::vector<char> device_picked(static_cast<size_t>(n_out), 0);
+    std::vector<char> device_picked(static_cast<size_t>(n_out), 0), device_lp(static_cast<size_t>(n_out), 0);
+    bool any_device_lp = false;
     for (int i = 0; i < n_out; ++i) {
       const int idx = first + meta.out_rows[size_t(i)];
       const Row& row = win.rows[size_t(idx)];
       const SamplingParams& p = book.params(row.slot);
-      const bool on_device = row.want_pick && (device_pickable(p) || device_sample_mode(p, V, opts.device_vocab_sampling) != 0);
+      const int mode = device_sample_mode(p, V, opts.device_vocab_sampling);
+      const bool on_device = row.want_pick && (device_pickable(p) || mode != 0);
+      int32_t* spec = meta.words.data() + layout.pick_specs + size_t(i) * cuda::kPickWords;
+      if (row.want_pick && mode != 0) cuda::write_pick_spec(spec, mode, p, row.pos);
+      // Logprobs of a device pick on the device too, when the alternatives asked for are few.
+      const bool lp = opts.device_logprobs && on_device && row.n_logprobs >= 0 &&
+                      row.n_logprobs <= cuda::kDeviceTopLogprobs && V <= cuda::kDeviceSampleMaxVocab;
+      if (lp) spec[cuda::kPickLogprobsWord] = std::min(row.n_logprobs, V) + 1;
+      device_lp[size_t(i)] = lp;
+      any_device_lp |= lp;
       RowAnswer& a = answers[size_t(i)];
       a.params = &p;
       a.history = book.history(row.slot, row.pos);
       a.pos = row.pos;
       a.want_pick = row.want_pick;
-      a.n_logprobs = row.n_logprobs;
+      a.n_logprobs = lp ? -1 : row.n_logprobs;
       a.want_logits = row.want_logits;
       a.out = &(*results)[size_t(idx)];
       device_picked[size_t(i)] = on_device;
-      if (row.want_logits || row.n_logprobs >= 0 || (row.want_pick && !on_device)) host_rows.push_back(i);
+      if (row.want_logits || a.n_logprobs >= 0 || (row.want_pick && !on_device)) host_rows.push_back(i);
     }
+    const size_t meta_bytes = meta.words.size() * 4;
+    std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
     const size_t row_bytes = size_t(V) * 4;
     if (logits_host.bytes() < host_rows.size() * row_bytes)
       logits_host = cuda::PinnedBuffer(std::max(host_rows.size(), size_t(8)) * row_bytes, "host logits");
@@ -446,6 +454,9 @@ struct CudaBackend::Impl {
     for (size_t k = 0; k < host_rows.size(); ++k)
       STRATA_CUDA_CHECK(cudaMemcpyAsync(logits_host.get<char>() + k * row_bytes, fwd.ws.logits + size_t(host_rows[k]) * V,
                                         row_bytes, cudaMemcpyDeviceToHost, stream));
+    if (any_device_lp)
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(logprobs_host.get(), fwd.ws.logprobs, size_t(R) * cuda::kLogprobWords * 4,
+                                        cudaMemcpyDeviceToHost, stream));
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     for (size_t k = 0; k < host_rows.size(); ++k)
       answers[size_t(host_rows[k])].logits = logits_host.get<float>() + k * size_t(V);
@@ -457,7 +468,23 @@ struct CudaBackend::Impl {
       if (!device_picked[size_t(i)]) continue;
       RowAnswer& a = answers[size_t(i)];
       a.device_pick = picks_host.get<int32_t>()[i];
-      if (a.device_pick >= 0) continue;
+      if (a.device_pick >= 0) {
+        if (device_lp[size_t(i)]) {  // the device's logprobs of its pick
+          const float* w = logprobs_host.get<float>() + size_t(i) * cuda::kLogprobWords;
+          RowResult& res = *a.out;
+          res.pick_logprob = w[0];
+          const int n = std::min(win.rows[size_t(first + meta.out_rows[size_t(i)])].n_logprobs, V);
+          res.top.clear();
+          for (int k = 0; k < n; ++k) {
+            int32_t id;
+            std::memcpy(&id, &w[1 + 2 * k], 4);
+            res.top.push_back({TokenId(id), w[2 + 2 * k]});
+          }
+        }
+        continue;
+      }
+      // Handed back: the host makes the pick, and then its logprobs too.
+      if (device_lp[size_t(i)]) a.n_logprobs = win.rows[size_t(first + meta.out_rows[size_t(i)])].n_logprobs;
       if (!a.logits) {
         handed_back.emplace_back(size_t(V));
         STRATA_CUDA_CHECK(cudaMemcpy(handed_back.back().data(), fwd.ws.logits + size_t(i) * V, row_bytes,

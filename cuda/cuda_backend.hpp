@@ -70,6 +70,9 @@ struct CudaBackendOptions {
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = false;
+  // Logprobs of picks the device makes (up to 20 alternatives) on the device too (kernels/logprobs.cu); false:
+  // the host computes them from the row's copied logits.
+  bool device_logprobs = false;
   // Threads that answer output rows on the host (seeded draws the device does not make, logprobs); 0: half
   // the machine's cores, at most 8.
   int host_threads = 0;

@@ -155,6 +155,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits);
     launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
     launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
+    if (ctx.device_logprobs)
+      launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
     return;
   }
   // Only rows that need an answer pay for the vocabulary projection. Windows on the skinny path keep it there
@@ -173,6 +175,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.fin, R, ws.logits, stream);
   launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
   launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
+  if (ctx.device_logprobs)
+    launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
 }
 
 }  // namespace cuda

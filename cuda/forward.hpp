@@ -28,6 +28,7 @@ struct Workspace {
   float* fin = nullptr;      // [R][hidden]
   float* logits = nullptr;   // [R][vocab]
   int* picks = nullptr;      // [R]
+  float* logprobs = nullptr; // [R][kLogprobWords]: launch_logprobs
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
   int* attn_counters = nullptr;  // [n_kv_heads]: launch_attention_row's split counters
   int max_splits = 0;
@@ -47,6 +48,7 @@ struct ForwardContext {
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
   bool fused_gemv = false;      // CudaBackendOptions::fused_gemv
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
+  bool device_logprobs = false;      // CudaBackendOptions::device_logprobs
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

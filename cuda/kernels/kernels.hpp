@@ -178,6 +178,12 @@ void configure_gemv();
 // Throws strata::Error for an unsupported k or a norm with the Residual epilogue.
 void launch_gemv(const GemvParams& p, cudaStream_t stream);
 
+// For rows whose spec asks (kPickLogprobsWord), engine/sampling's compute_logprobs of the row's logits for
+// its pick (picks[r], run after the picks are final) into out[r][kLogprobWords] (see logprobs.cu). Nothing
+// for vocabularies above kDeviceSampleMaxVocab (no row may ask then).
+void launch_logprobs(const float* logits, int rows, int vocab, const int32_t* specs, const int* picks, float* out,
+                     cudaStream_t stream);
+
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).
 void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream);
@@ -186,7 +192,13 @@ void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStr
 // candidates, 2 = sample here over the whole vocabulary (no top_k, or one >= vocab; see launch_sample),
 // anything else = leave the
 // argmax / host pick), top_k, temperature, top_p, min_p (float bits), seed low, seed high, position.
-constexpr int kPickWords = 8;
+constexpr int kPickWords = 9;
+// Word 8 of a row's spec: n + 1 when the device computes the row's logprobs with n <= kDeviceTopLogprobs
+// alternatives (launch_logprobs), 0 when it does not.
+constexpr int kPickLogprobsWord = 8;
+constexpr int kDeviceTopLogprobs = 20;
+// launch_logprobs's output per row: the pick's logprob, then (id as float bits, logprob) per alternative.
+constexpr int kLogprobWords = 1 + 2 * kDeviceTopLogprobs;
 constexpr int kDeviceTopKMax = 64;  // larger top_k below the vocabulary samples on the host
 // Mode 2 orders this many of the best candidates; a top_p cut or a draw that reaches past them (a flat
 // distribution) leaves the row's pick at -1 for the host to make. Vocabularies up to kDeviceSampleMaxVocab.

@@ -4,15 +4,17 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/sampling/chunked_sum.hpp"
+
 namespace strata {
 
 void compute_logprobs(const float* z, int vocab, TokenId pick, int n_top, float* pick_logprob,
                       std::vector<TopLogprob>* top) {
   double m = -std::numeric_limits<double>::infinity();
   for (int i = 0; i < vocab; ++i) m = std::max(m, double(z[i]));
-  double s = 0.0;
-  for (int i = 0; i < vocab; ++i) s += std::exp(double(z[i]) - m);
-  const double lse = m + std::log(s);
+  ChunkedSum s;  // the device's order too (cuda/kernels/logprobs.cu)
+  for (int i = 0; i < vocab; ++i) s.add(std::exp(double(z[i]) - m));
+  const double lse = m + std::log(s.value());
   if (pick_logprob && pick >= 0 && pick < vocab) *pick_logprob = float(double(z[pick]) - lse);
   if (!top) return;
   top->clear();

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/sampling/chunked_sum.hpp"
 #include "engine/sampling/philox.hpp"
 
 namespace strata {
@@ -92,25 +93,6 @@ struct Item {
 
 inline bool ranks_before(const Item& a, const Item& b) { return a.z > b.z || (a.z == b.z && a.id < b.id); }
 
-// A sum over the candidates in id order, kSamplerSumChunk at a time: each chunk summed in order, then the
-// chunk sums in order. Up to one chunk that is the plain running sum; over a 128k vocabulary it is what a
-// device can reproduce with a thread per chunk (cuda/kernels/sample.cu).
-class ChunkedSum {
- public:
-  void add(double w) {
-    chunk_ += w;
-    if (++n_ == kSamplerSumChunk) {
-      total_ += chunk_;
-      chunk_ = 0.0;
-      n_ = 0;
-    }
-  }
-  double value() const { return total_ + chunk_; }
-
- private:
-  double total_ = 0.0, chunk_ = 0.0;
-  int n_ = 0;
-};
 
 // The kept candidates of one pick, sorted lazily: a draw usually stops within the first few dozen tokens,
 // so only that prefix of a 150k vocabulary is ever put in order. Whole-set sums run in token-id order and

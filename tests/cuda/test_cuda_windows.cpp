@@ -192,20 +192,32 @@ TEST_CASE("device-sampled, host-sampled, penalized and greedy picks equal engine
 TEST_CASE("logprobs are engine/sampling's log-softmax of the row's logits") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
-  CudaBackend be(*model, small_options(1, 32));
+  CudaBackendOptions o = small_options(1, 32);
+  o.device_logprobs = GENERATE(false, true);  // from the copied logits, then on the device
+  CudaBackend be(*model, o);
   const SlotId s = be.open_slot();
-  be.set_sampling(s, SamplingParams{0.0f});
-  Row r = row(s, 3, 0, true, true);
-  r.n_logprobs = 5;
-  const auto res = be.run_window(Window{{r}});
-  REQUIRE(res[0].top.size() == 5);
-  float lp = 0;
-  std::vector<TopLogprob> top;
-  compute_logprobs(res[0].logits.data(), model->config.vocab_size, res[0].pick, 5, &lp, &top);
-  CHECK(res[0].pick_logprob == lp);
-  CHECK(res[0].top[0].token == res[0].pick);
-  for (size_t i = 0; i < top.size(); ++i) {
-    CHECK(res[0].top[i].token == top[i].token);
-    CHECK(res[0].top[i].logprob == top[i].logprob);
+  SamplingParams seeded;  // a device draw (top_k within reach), so its logprobs may come from the device too
+  seeded.temperature = 0.8f;
+  seeded.top_k = 40;
+  seeded.seed = 77;
+  for (const SamplingParams& sp : {SamplingParams{0.0f}, seeded}) {
+    be.set_sampling(s, sp);
+    for (int n : {0, 5, 20}) {
+      be.reset_slot(s);
+      Row r = row(s, 3, 0, true, true);
+      r.n_logprobs = n;
+      const auto res = be.run_window(Window{{r}});
+      INFO("device_logprobs " << o.device_logprobs << " temperature " << sp.temperature << " n " << n);
+      REQUIRE(res[0].top.size() == size_t(n));
+      float lp = 0;
+      std::vector<TopLogprob> top;
+      compute_logprobs(res[0].logits.data(), model->config.vocab_size, res[0].pick, n, &lp, &top);
+      CHECK(res[0].pick_logprob == lp);
+      if (n > 0 && sp.greedy()) CHECK(res[0].top[0].token == res[0].pick);
+      for (size_t i = 0; i < top.size(); ++i) {
+        CHECK(res[0].top[i].token == top[i].token);
+        CHECK(res[0].top[i].logprob == top[i].logprob);
+      }
+    }
   }
 }

@@ -12,6 +12,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/window_meta.hpp"
+#include "engine/sampling/logprobs.hpp"
 #include "engine/sampling/philox.hpp"
 #include "engine/sampling/sampler.hpp"
 #include "tests/cuda/cuda_test_buffers.hpp"
@@ -103,4 +104,47 @@ TEST_CASE("the whole-vocabulary device draw is the host's pick, or hands back on
   INFO("device " << on_device << " handed back " << handed_back);
   CHECK(on_device >= int(settings.size()) * kRows / 2);  // the peaked and flatter rows stay on the device
   cudaStreamDestroy(st);
+}
+
+TEST_CASE("device logprobs over a 128k vocabulary are compute_logprobs of the row") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  const int V = 128256, kRows = 6;
+  std::mt19937 rng(41);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> z(size_t(kRows) * V);
+  for (float& v : z) v = nd(rng);
+  z[size_t(1) * V + 7] = z[size_t(1) * V + 9] = 40.0f;  // a tie at the top: the lower id first
+  Dev<float> dz(z.size());
+  dz.put(z);
+  const int asked[kRows] = {0, 5, 20, 1, 20, 3};
+  std::vector<int32_t> spec(size_t(kRows) * kPickWords, 0);
+  std::vector<int> picks(kRows);
+  for (int r = 0; r < kRows; ++r) {
+    spec[size_t(r) * kPickWords + kPickLogprobsWord] = r == 0 ? 0 : asked[r] + 1;  // row 0 asks for nothing
+    picks[size_t(r)] = (r * 7919) % V;
+  }
+  Dev<int32_t> dspec(spec.size());
+  dspec.put(spec);
+  Dev<int> dpick(kRows);
+  dpick.put(picks);
+  Dev<float> dout(size_t(kRows) * kLogprobWords);
+  dout.put(std::vector<float>(size_t(kRows) * kLogprobWords, -7.0f));
+  launch_logprobs(dz.p, kRows, V, dspec.p, dpick.p, dout.p, nullptr);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const std::vector<float> out = dout.get();
+  CHECK(out[0] == -7.0f);  // untouched
+  for (int r = 1; r < kRows; ++r) {
+    INFO("row " << r);
+    float lp = 0;
+    std::vector<TopLogprob> top;
+    compute_logprobs(&z[size_t(r) * V], V, picks[size_t(r)], asked[r], &lp, &top);
+    const float* w = &out[size_t(r) * kLogprobWords];
+    CHECK(w[0] == lp);
+    for (int k = 0; k < asked[r]; ++k) {
+      int32_t id;
+      std::memcpy(&id, &w[1 + 2 * k], 4);
+      CHECK(id == top[size_t(k)].token);
+      CHECK(w[2 + 2 * k] == top[size_t(k)].logprob);
+    }
+  }
 }
