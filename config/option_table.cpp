@@ -226,7 +226,7 @@ std::vector<OptionSpec> make_table() {
                       [](Config& c) -> int& { return c.spec.k; }, 1, 64));
   t.push_back(integer("spec-max-batch", P,
                       "Draft only while at most this many requests are decoding (a full batch leaves the verifier "
-                      "no spare work to hide drafts in); 0 = always",
+                      "no spare work to hide drafts in); 0 = always. Not set: 0, or 2 with a draft model",
                       kScopeModel, [](Config& c) -> int& { return c.spec.max_batch; }, 0, 1 << 20));
   {
     OptionSpec o = text("draft-model", P, "Draft model directory (required with --spec draft)", kScopeModel,

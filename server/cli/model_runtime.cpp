@@ -17,6 +17,9 @@
 namespace strata {
 namespace {
 
+// The draft model's --spec-max-batch when the flag is not given (attach_draft_model).
+constexpr int kDraftModelMaxBatch = 2;
+
 std::string source_of(const SourceMap& sources, const std::string& name) {
   auto it = sources.find(name);
   return it == sources.end() ? "default" : it->second;
@@ -192,6 +195,10 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   // The embedded strata-tiny brings its draft model unless --spec or --draft-model says otherwise.
   if (apply_default_draft(config, sources, runtime.model_dir)) config.engine.speculation.mode = SpeculationMode::Draft;
   if (config.spec.mode != SpecMode::Draft) return;
+  // Unless --spec-max-batch says otherwise, a draft model drafts only while at most 2 requests decode: above
+  // that its windows cost more than they save (strata-tiny's pair: 0.83x at 4 streams and 0.74-0.88x at 8 on
+  // the CPU, 0.45-0.51x at 8 on the H200; docs/PERFORMANCE.md).
+  if (sources.find("spec-max-batch") == sources.end()) config.engine.speculation.max_batch = kDraftModelMaxBatch;
   const std::string& dir = config.spec.draft_model;
   std::shared_ptr<const Model> draft;
   try {
@@ -219,8 +226,11 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   config.engine.speculation.drafter_factory = [backend]() -> std::unique_ptr<Drafter> {
     return std::make_unique<DraftModelDrafter>(backend);
   };
-  spdlog::info("speculation: draft model {} ({} layers) on {}, up to {} drafts per window", dir,
-               draft->config.num_layers, device_name(runtime.device), config.spec.k);
+  const int max_batch = config.engine.speculation.max_batch;
+  spdlog::info("speculation: draft model {} ({} layers) on {}, up to {} drafts per window, {}", dir,
+               draft->config.num_layers, device_name(runtime.device), config.spec.k,
+               max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
+                             : std::string("at every batch size"));
 }
 
 }  // namespace strata

@@ -168,6 +168,14 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
   REQUIRE(d.exit_code == 0);
   CHECK(d.out == off.out);
   CHECK_THAT(d.err, Contains("spec_windows="));
+  // A draft model drafts only while at most 2 requests decode unless --spec-max-batch says otherwise.
+  CHECK_THAT(d.err, Contains("while at most 2 requests decode"));
+  std::vector<std::string> always = draft;
+  always.insert(always.end(), {"--spec-max-batch", "0"});
+  const RunResult a = run_strata(always);
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == off.out);
+  CHECK_THAT(a.err, Contains("at every batch size"));
 }
 
 TEST_CASE("strata generate with seeded sampling repeats for the same seed") {
