@@ -414,7 +414,8 @@ struct CudaBackend::Impl {
     const int n_out = int(meta.out_rows.size());
     std::vector<RowAnswer> answers(static_cast<size_t>(n_out));
     std::vector<int> host_rows;
-    std::vector<char> device_picked(static_cast<size_t>(n_out), 0), device_lp(static_cast<size_t>(n_out), 0);
+    std::vector<char> device_picked(static_cast<size_t>(n_out), 0);
+    std::vector<int> device_lp(static_cast<size_t>(n_out), -1);  // alternatives the device computes, or -1
     bool any_device_lp = false;
     for (int i = 0; i < n_out; ++i) {
       const int idx = first + meta.out_rows[size_t(i)];
@@ -427,9 +428,11 @@ struct CudaBackend::Impl {
       // Logprobs of a device pick on the device too, when the alternatives asked for are few.
       const bool lp = opts.device_logprobs && on_device && row.n_logprobs >= 0 &&
                       row.n_logprobs <= cuda::kDeviceTopLogprobs && V <= cuda::kDeviceSampleMaxVocab;
-      if (lp) spec[cuda::kPickLogprobsWord] = std::min(row.n_logprobs, V) + 1;
-      device_lp[size_t(i)] = lp;
-      any_device_lp |= lp;
+      if (lp) {
+        device_lp[size_t(i)] = std::min(row.n_logprobs, V);
+        spec[cuda::kPickLogprobsWord] = device_lp[size_t(i)] + 1;
+        any_device_lp = true;
+      }
       RowAnswer& a = answers[size_t(i)];
       a.params = &p;
       a.history = book.history(row.slot, row.pos);
@@ -469,13 +472,12 @@ struct CudaBackend::Impl {
       RowAnswer& a = answers[size_t(i)];
       a.device_pick = picks_host.get<int32_t>()[i];
       if (a.device_pick >= 0) {
-        if (device_lp[size_t(i)]) {  // the device's logprobs of its pick
+        if (device_lp[size_t(i)] >= 0) {  // the device's logprobs of its pick
           const float* w = logprobs_host.get<float>() + size_t(i) * cuda::kLogprobWords;
           RowResult& res = *a.out;
           res.pick_logprob = w[0];
-          const int n = std::min(win.rows[size_t(first + meta.out_rows[size_t(i)])].n_logprobs, V);
           res.top.clear();
-          for (int k = 0; k < n; ++k) {
+          for (int k = 0; k < device_lp[size_t(i)]; ++k) {
             int32_t id;
             std::memcpy(&id, &w[1 + 2 * k], 4);
             res.top.push_back({TokenId(id), w[2 + 2 * k]});
@@ -484,7 +486,7 @@ struct CudaBackend::Impl {
         continue;
       }
       // Handed back: the host makes the pick, and then its logprobs too.
-      if (device_lp[size_t(i)]) a.n_logprobs = win.rows[size_t(first + meta.out_rows[size_t(i)])].n_logprobs;
+      if (device_lp[size_t(i)] >= 0) a.n_logprobs = win.rows[size_t(first + meta.out_rows[size_t(i)])].n_logprobs;
       if (!a.logits) {
         handed_back.emplace_back(size_t(V));
         STRATA_CUDA_CHECK(cudaMemcpy(handed_back.back().data(), fwd.ws.logits + size_t(i) * V, row_bytes,

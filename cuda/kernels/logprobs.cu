@@ -11,18 +11,13 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
-#include "engine/sampling/sampler.hpp"
+#include "cuda/kernels/rank_select.cuh"
 
 namespace strata {
 namespace cuda {
 namespace {
 
 constexpr int kThreads = 1024;
-constexpr int kMaxChunks = kDeviceSampleMaxVocab / kSamplerSumChunk;
-
-__device__ __forceinline__ bool ranks_before(float v, int i, float bv, int bi) {
-  return v > bv || (v == bv && i < bi);
-}
 
 __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* __restrict__ logits, int vocab,
                                                             const int32_t* __restrict__ specs,
@@ -35,7 +30,7 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* __restr
   const int n = min(asked - 1, kDeviceTopLogprobs);
   const float* z = logits + size_t(r) * vocab;
   float* o = out + size_t(r) * kLogprobWords;
-  __shared__ double chunk[kMaxChunks];
+  __shared__ double chunk[kDeviceSumChunks];
   __shared__ float red_v[kThreads / 32];
   __shared__ int red_i[kThreads / 32];
   __shared__ double lse_s;
@@ -73,26 +68,9 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* __restr
   float pv = INFINITY;
   int pi = -1;
   for (int k = 0; k < n; ++k) {
-    float bv = -INFINITY;
-    int bi = 0x7fffffff;
-    for (int i = tid; i < vocab; i += kThreads) {
-      const float v = z[i];
-      const bool after_prev = v < pv || (v == pv && i > pi);
-      if (after_prev && ranks_before(v, i, bv, bi)) bv = v, bi = i;
-    }
-#pragma unroll
-    for (int s = 16; s >= 1; s /= 2) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, s);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, s);
-      if (ranks_before(ov, oi, bv, bi)) bv = ov, bi = oi;
-    }
-    __syncthreads();  // the previous round's red_* are read by everyone before they are rewritten
-    if (lane == 0) red_v[warp] = bv, red_i[warp] = bi;
-    __syncthreads();
-    bv = -INFINITY;
-    bi = 0x7fffffff;
-    for (int w = 0; w < kThreads / 32; ++w)
-      if (ranks_before(red_v[w], red_i[w], bv, bi)) bv = red_v[w], bi = red_i[w];
+    float bv;
+    int bi;
+    next_ranked<false>(z, vocab, pv, pi, red_v, red_i, bv, bi);  // -inf entries rank too, as on the host
     if (bi == 0x7fffffff) break;  // fewer entries than asked (n is capped at the vocabulary by the host)
     if (tid == 0) {
       o[1 + 2 * k] = __int_as_float(bi);

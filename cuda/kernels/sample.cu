@@ -22,7 +22,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_check.hpp"
-#include "engine/sampling/sampler.hpp"
+#include "cuda/kernels/rank_select.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
 
@@ -32,7 +32,6 @@ namespace {
 
 constexpr int kThreads = 1024;
 
-__device__ __forceinline__ bool before(float v, int i, float bv, int bi) { return v > bv || (v == bv && i < bi); }
 
 __device__ double philox_uniform_dev(uint64_t seed, uint64_t position) {
   uint32_t c0 = uint32_t(position), c1 = uint32_t(position >> 32), c2 = 0u, c3 = 0u;
@@ -52,7 +51,6 @@ __device__ double philox_uniform_dev(uint64_t seed, uint64_t position) {
 }
 
 constexpr int kGather = 2 * kDeviceSampleRanks;  // candidates at or above the select's threshold, ties included
-constexpr int kMaxChunks = kDeviceSampleMaxVocab / kSamplerSumChunk;
 
 // Ascending in this key is descending in the logit (finite floats).
 __device__ __forceinline__ uint32_t desc_key(float v) {
@@ -63,7 +61,7 @@ __device__ __forceinline__ uint32_t desc_key(float v) {
 
 struct FullShared {
   unsigned hist[256];
-  double chunk[kMaxChunks];
+  double chunk[kDeviceSumChunks];
   float gz[kGather];
   int gi[kGather];
   float red_f[kThreads / 32];
@@ -180,7 +178,7 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
         const bool up = (lo & size) == 0;  // this run sorts in rank order
         const float za = sh.gz[lo], zb = sh.gz[hi];
         const int ia = sh.gi[lo], ib = sh.gi[hi];
-        if (before(zb, ib, za, ia) == up) {
+        if (ranks_before(zb, ib, za, ia) == up) {
           sh.gz[lo] = zb, sh.gi[lo] = ib;
           sh.gz[hi] = za, sh.gi[hi] = ia;
         }
@@ -239,7 +237,7 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
     for (int i = tid * kSamplerSumChunk; i < e; ++i) {
       const float v = z[i];
       const double w = exp((double(v) - zm) * inv_t);
-      const bool kept = last_id == -2 ? w >= double(min_p) : !before(last_z, last_id, v, i);
+      const bool kept = last_id == -2 ? w >= double(min_p) : !ranks_before(last_z, last_id, v, i);
       acc += kept ? w : 0.0;
     }
     sh.chunk[tid] = acc;
@@ -287,45 +285,17 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   __shared__ float red_v[kThreads / 32];
   __shared__ int red_i[kThreads / 32];
   const float* z = logits + size_t(blockIdx.x) * vocab;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float pv = INFINITY;
   int pi = -1;
   int n = 0;
   for (; n < top_k; ++n) {
-    float bv = -INFINITY;
-    int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < vocab; i += kThreads) {
-      const float v = z[i];
-      const bool after_prev = v < pv || (v == pv && i > pi);
-      if (isfinite(v) && after_prev && before(v, i, bv, bi)) bv = v, bi = i;
-    }
-#pragma unroll
-    for (int o = 16; o >= 1; o /= 2) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (before(ov, oi, bv, bi)) bv = ov, bi = oi;
-    }
-    if (lane == 0) red_v[warp] = bv, red_i[warp] = bi;
-    __syncthreads();
-    if (warp == 0) {
-      bv = red_v[lane];
-      bi = red_i[lane];
-#pragma unroll
-      for (int o = 16; o >= 1; o /= 2) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (before(ov, oi, bv, bi)) bv = ov, bi = oi;
-      }
-      if (lane == 0) {
-        cand_v[n] = bv;
-        cand_i[n] = bi;
-      }
-    }
-    __syncthreads();
-    pv = cand_v[n];
-    pi = cand_i[n];
-    __syncthreads();  // red_* are rewritten next round
-    if (pi == 0x7fffffff) break;  // no finite logit left
+    float bv;
+    int bi;
+    next_ranked<true>(z, vocab, pv, pi, red_v, red_i, bv, bi);
+    if (bi == 0x7fffffff) break;  // no finite logit left
+    if (threadIdx.x == 0) cand_v[n] = bv, cand_i[n] = bi;  // thread 0 draws below
+    pv = bv;
+    pi = bi;
   }
   if (threadIdx.x != 0) return;
   if (n == 0) return;  // nothing finite: the host rule is the argmax, already in picks
