@@ -172,10 +172,17 @@ bool parse_int(const char* s, int min, int* out) {
   return true;
 }
 
+bool parse_on_off(const char* arg, bool* out) {
+  if (!std::strcmp(arg, "on")) *out = true;
+  else if (!std::strcmp(arg, "off")) *out = false;
+  else return false;
+  return true;
+}
+
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv [--fused-row-attention]] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -186,7 +193,8 @@ int run_bench_command(int argc, char** argv) {
   const char* name = argc > 0 ? argv[0] : "bench";
   std::string model_dir;
   int prompt = 256, tokens = 256, device = 0;
-  bool matvec = false, profile = false, fused_gemv = false, fused_row_attention = false;
+  bool matvec = false, profile = false;
+  bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
@@ -217,10 +225,12 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_int(argv[++i], 1, &gemm_min_rows)) return usage(name);
     } else if (!std::strcmp(argv[i], "--split-gemm-max-rows") && has_value) {
       if (!parse_int(argv[++i], 0, &split_gemm_max_rows)) return usage(name);
-    } else if (!std::strcmp(argv[i], "--fused-row-attention")) {
-      fused_row_attention = true;  // with --fused-gemv: a one-row window's attention as one kernel
-    } else if (!std::strcmp(argv[i], "--fused-gemv")) {
-      fused_gemv = true;  // one-row GEMM windows on the fused GEMV instead of cuBLAS and the separate kernels
+    } else if (!std::strcmp(argv[i], "--fused-row-attention") && has_value) {
+      if (!parse_on_off(argv[++i], &fused_row_attention)) return usage(name);  // with the fused GEMV: a one-row
+                                                                               // window's attention as one kernel
+    } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
+      if (!parse_on_off(argv[++i], &fused_gemv)) return usage(name);  // one-row GEMM windows on the fused GEMV
+                                                                      // instead of cuBLAS and the small kernels
     } else if (!std::strcmp(argv[i], "--kv-cache-dtype") && has_value) {
       const std::string v = argv[++i];
       if (v == "bf16") kv_dtype = DType::BF16;

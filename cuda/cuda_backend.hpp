@@ -63,16 +63,16 @@ struct CudaBackendOptions {
   bool attention_tc = true;
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
-  bool fused_gemv = false;
+  bool fused_gemv = true;
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
-  // (kernels/attention_row.cu) instead of three.
+  // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   bool fused_row_attention = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
-  bool device_vocab_sampling = false;
+  bool device_vocab_sampling = true;
   // Logprobs of picks the device makes (up to 20 alternatives) on the device too (kernels/logprobs.cu); false:
   // the host computes them from the row's copied logits.
-  bool device_logprobs = false;
+  bool device_logprobs = true;
   // Threads that answer output rows on the host (seeded draws the device does not make, logprobs); 0: half
   // the machine's cores, at most 8.
   int host_threads = 0;

@@ -46,9 +46,9 @@ struct ForwardContext {
   int gemm_min_rows = 65;
   int split_gemm_max_rows = 0;  // GEMM windows of up to this many rows split their activations (forward.cpp)
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
-  bool fused_gemv = false;      // CudaBackendOptions::fused_gemv
+  bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
-  bool device_logprobs = false;      // CudaBackendOptions::device_logprobs
+  bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

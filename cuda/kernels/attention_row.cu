@@ -1,16 +1,19 @@
 // A one-row window's attention in one kernel (launch_attention_row in kernels.hpp): what qkv_rope,
 // the split kernel and the split merge do for the row, fused, for the tolerance path's decode step (every
 // kernel launch of a one-row window is a few microseconds of latency and little work). A block per (KV head,
-// split of kAttnSplit positions):
+// split of kAttnSplit positions), templated on the GQA group size rounded up to a power of two:
 // - before pdl_wait() it asks L2 for the split's K and V rows written by earlier windows (they do not depend
-//   on the previous kernel), then prepares the group's q heads (qkv_rope.cuh's prepare_head) and, in the
-//   split holding the row's position, the new k and v, which it also stores into the arena;
-// - a thread per position computes the scores of every head of the group (fp32, dimensions in order), a
-//   warp per head takes the split's softmax (attn::split_softmax), a thread per dimension P.V in position
-//   order; the split's (max, sum, P.V) go to the partial buffers;
+//   on the previous kernel), then prepares the group's q heads side by side (qkv_rope.cuh's prepare_heads)
+//   and, in the split holding the row's position, the new k and v, which it also stores into the arena;
+// - a thread per position computes the scores of every head of the group (fp32, dimensions in order, eight
+//   16-byte K loads in flight), a warp per head takes the split's softmax (attn::split_softmax); for P.V a
+//   position group of hd / 8 threads reads each V row as 16-byte pieces (four rows in flight), every thread
+//   summing its positions in order, then the groups are added in group order;
 // - the last split block of a KV head to finish (a counter per KV head, reset by that block) merges the
 //   splits in split order and writes the output.
-// Deterministic for a row and its slot's KV, but not the fixed-order kernels' bits.
+// Latency is the whole cost here (a few dozen blocks, a few hundred KB): every phase keeps its loads
+// independent so that they overlap. Deterministic for a row and its slot's KV, but not the fixed-order
+// kernels' bits.
 #include <cuda_bf16.h>
 
 #include "cuda/cuda_check.hpp"
@@ -28,23 +31,35 @@ namespace {
 constexpr int kThreads = kAttnSplit;  // a thread per position of the split
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxGroup = 16;  // query heads per KV head
+constexpr int kScoreLoads = 8;  // 16-byte K pieces a thread has in flight
+constexpr int kValueRows = 4;   // V rows a P.V thread has in flight
 
-// Eight consecutive values of an arena row from element d (a multiple of 8; rows are 16-byte aligned when
-// head_dim is a multiple of 8), widened exactly.
+// Eight consecutive values of an arena row (16-byte aligned when head_dim is a multiple of 8), loaded as is
+// and widened exactly when used.
 template <class T>
-__device__ __forceinline__ void kv_values8(const T* row, int d, float* out);
+struct Pack8;
 template <>
-__device__ __forceinline__ void kv_values8<float>(const float* row, int d, float* out) {
-  const float4 a = *reinterpret_cast<const float4*>(row + d), b = *reinterpret_cast<const float4*>(row + d + 4);
-  out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
-}
+struct Pack8<__nv_bfloat16> {
+  uint4 v;
+  __device__ __forceinline__ void load(const __nv_bfloat16* r) { v = *reinterpret_cast<const uint4*>(r); }
+  __device__ __forceinline__ void widen(float* o) const {
+    float4 w[2];
+    widen_bf16x8(v, w);
+    o[0] = w[0].x, o[1] = w[0].y, o[2] = w[0].z, o[3] = w[0].w;
+    o[4] = w[1].x, o[5] = w[1].y, o[6] = w[1].z, o[7] = w[1].w;
+  }
+};
 template <>
-__device__ __forceinline__ void kv_values8<__nv_bfloat16>(const __nv_bfloat16* row, int d, float* out) {
-  float4 w[2];
-  widen_bf16x8(*reinterpret_cast<const uint4*>(row + d), w);
-  out[0] = w[0].x, out[1] = w[0].y, out[2] = w[0].z, out[3] = w[0].w;
-  out[4] = w[1].x, out[5] = w[1].y, out[6] = w[1].z, out[7] = w[1].w;
-}
+struct Pack8<float> {
+  float4 a, b;
+  __device__ __forceinline__ void load(const float* r) {
+    a = *reinterpret_cast<const float4*>(r);
+    b = *reinterpret_cast<const float4*>(r + 4);
+  }
+  __device__ __forceinline__ void widen(float* o) const {
+    o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w, o[4] = b.x, o[5] = b.y, o[6] = b.z, o[7] = b.w;
+  }
+};
 
 template <class T>
 __device__ __forceinline__ float kv_value(const T* row, int d);
@@ -57,14 +72,16 @@ __device__ __forceinline__ float kv_value<__nv_bfloat16>(const __nv_bfloat16* ro
   return __bfloat162float(row[d]);
 }
 
-template <class T>
+// GM: the group size G rounded up to a power of two (the register arrays' extent; heads t >= G are skipped).
+template <class T, int GM>
 __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restrict__ qkv, QkvRopeParams qp,
                                                                  AttentionParams ap, int* __restrict__ counters) {
-  __shared__ float q[kMaxGroup][kMaxHeadDim];
-  __shared__ float k_new[kMaxHeadDim], v_new[kMaxHeadDim], work[kMaxHeadDim];
-  __shared__ float p[kMaxGroup][kThreads];  // scores, then their exp
-  __shared__ long long off[kThreads];  // the split's arena rows (elements from kv.k / kv.v), this KV head
-  __shared__ float inv_s;
+  __shared__ float q[GM][kMaxHeadDim];
+  __shared__ float kv_new[2][kMaxHeadDim];  // the row's own k and v, as the arena holds them
+  __shared__ float p[GM][kThreads];         // scores, then their exp
+  __shared__ float red[kThreads * 8];       // one head's P.V partials: [position group][head_dim]
+  __shared__ long long off[kThreads];       // the split's arena rows (elements from kv.k / kv.v), this KV head
+  __shared__ float inv_s[GM];
   __shared__ int last_block;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = blockIdx.x, sp = blockIdx.y;
@@ -98,27 +115,25 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
   const int q_dim = ap.n_heads * hd, kv_dim = ap.n_kv_heads * hd;
   const float* cs = qp.cos + size_t(pos) * half;
   const float* sn = qp.sin + size_t(pos) * half;
-  for (int t = 0; t < G; ++t) {
-    const int off = (g * G + t) * hd;
-    prepare_head(qkv + off, nullptr, qp.bias ? qp.bias + off : nullptr, qp.q_norm, qp.eps, cs, sn, hd, q[t], work,
-                 &inv_s);
-  }
+  const int qo = g * G * hd;
+  prepare_heads(qkv + qo, nullptr, qp.bias ? qp.bias + qo : nullptr, G, qp.q_norm, qp.eps, cs, sn, hd, &q[0][0],
+                kMaxHeadDim, inv_s);
   if (has_new) {
     const int ko = q_dim + g * hd, vo = q_dim + kv_dim + g * hd;
-    prepare_head(qkv + ko, nullptr, qp.bias ? qp.bias + ko : nullptr, qp.k_norm, qp.eps, cs, sn, hd, k_new, work,
-                 &inv_s);
-    prepare_head(qkv + vo, nullptr, qp.bias ? qp.bias + vo : nullptr, nullptr, qp.eps, nullptr, nullptr, hd, v_new,
-                 work, &inv_s);
+    prepare_heads(qkv + ko, nullptr, qp.bias ? qp.bias + ko : nullptr, 1, qp.k_norm, qp.eps, cs, sn, hd, kv_new[0],
+                  kMaxHeadDim, inv_s);
+    prepare_heads(qkv + vo, nullptr, qp.bias ? qp.bias + vo : nullptr, 1, nullptr, qp.eps, nullptr, nullptr, hd,
+                  kv_new[1], kMaxHeadDim, inv_s);
     const size_t at = kv_offset(kv, slot, pos) + head_off;
     for (int d = tid; d < hd; d += kThreads) {
-      store_kv(kv, kv.k, at + d, k_new[d]);
-      store_kv(kv, kv.v, at + d, v_new[d]);
+      store_kv(kv, kv.k, at + d, kv_new[0][d]);
+      store_kv(kv, kv.v, at + d, kv_new[1][d]);
     }
     // The arena keeps K/V as its type stores them: the row attends to those values, as every other row will.
     __syncthreads();
     for (int d = tid; d < hd; d += kThreads) {
-      k_new[d] = kv_value<T>(kv_row<T>(kv.k, kv, slot, pos) + head_off, d);
-      v_new[d] = kv_value<T>(kv_row<T>(kv.v, kv, slot, pos) + head_off, d);
+      kv_new[0][d] = kv_value<T>(kv_row<T>(kv.k, kv, slot, pos) + head_off, d);
+      kv_new[1][d] = kv_value<T>(kv_row<T>(kv.v, kv, slot, pos) + head_off, d);
     }
     __syncthreads();
   }
@@ -126,26 +141,36 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
   // Scores: thread j takes position j0 + j for every head of the group.
   if (tid < n) {
     const int j = j0 + tid;
+    const bool own = j == pos;
     const T* kr = kbase + off[tid];
-    float s[kMaxGroup];
+    float s[GM];
 #pragma unroll
-    for (int t = 0; t < kMaxGroup; ++t) s[t] = 0.0f;
-    for (int d0 = 0; d0 < hd; d0 += 8) {
-      float kd[8];
-      if (j == pos) {
+    for (int t = 0; t < GM; ++t) s[t] = 0.0f;
+    for (int d0 = 0; d0 < hd; d0 += 8 * kScoreLoads) {
+      Pack8<T> pk[kScoreLoads];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) kd[e] = k_new[d0 + e];
-      } else {
-        kv_values8<T>(kr, d0, kd);
+      for (int b = 0; b < kScoreLoads; ++b)
+        if (!own && d0 + 8 * b < hd) pk[b].load(kr + d0 + 8 * b);
+#pragma unroll
+      for (int b = 0; b < kScoreLoads; ++b) {
+        const int d = d0 + 8 * b;
+        if (d >= hd) break;
+        float kd[8];
+        if (own) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) kd[e] = kv_new[0][d + e];
+        } else {
+          pk[b].widen(kd);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+#pragma unroll
+          for (int t = 0; t < GM; ++t)
+            if (t < G) s[t] = fmaf(q[t][d + e], kd[e], s[t]);
       }
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-#pragma unroll
-        for (int t = 0; t < kMaxGroup; ++t)
-          if (t < G) s[t] = fmaf(q[t][d0 + e], kd[e], s[t]);
     }
 #pragma unroll
-    for (int t = 0; t < kMaxGroup; ++t)
+    for (int t = 0; t < GM; ++t)
       if (t < G) p[t][tid] = s[t] * ap.scale;
   }
   __syncthreads();
@@ -155,21 +180,61 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
     attn::split_softmax(p[t], n, lane, ap.part_ml, size_t(h) * ap.max_splits + sp);
   }
   __syncthreads();
-  // P.V: a thread per dimension, positions in order.
-  for (int d = tid; d < hd; d += kThreads) {
-    float acc[kMaxGroup];
+
+  // P.V: C = hd / 8 threads cover a V row (eight dimensions each); position group pg takes positions
+  // pg, pg + PG, ... in order.
+  const int C = hd / 8, PG = kThreads / C;
+  const int c = tid % C, pg = tid / C;
+  float acc[GM][8];
 #pragma unroll
-    for (int t = 0; t < kMaxGroup; ++t) acc[t] = 0.0f;
-    for (int jj = 0; jj < n; ++jj) {
-      const int j = j0 + jj;
-      const float vd = j == pos ? v_new[d] : kv_value<T>(vbase + off[jj], d);
+  for (int t = 0; t < GM; ++t)
 #pragma unroll
-      for (int t = 0; t < kMaxGroup; ++t)
-        if (t < G) acc[t] = fmaf(p[t][jj], vd, acc[t]);
+    for (int e = 0; e < 8; ++e) acc[t][e] = 0.0f;
+  if (pg < PG) {
+    for (int jb = pg; jb < n; jb += PG * kValueRows) {
+      Pack8<T> pv[kValueRows];
+#pragma unroll
+      for (int u = 0; u < kValueRows; ++u) {
+        const int jj = jb + u * PG;
+        if (jj < n && j0 + jj != pos) pv[u].load(vbase + off[jj] + 8 * c);
+      }
+#pragma unroll
+      for (int u = 0; u < kValueRows; ++u) {
+        const int jj = jb + u * PG;
+        if (jj >= n) break;
+        float vd[8];
+        if (j0 + jj == pos) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) vd[e] = kv_new[1][8 * c + e];
+        } else {
+          pv[u].widen(vd);
+        }
+#pragma unroll
+        for (int t = 0; t < GM; ++t) {
+          if (t < G) {
+            const float pj = p[t][jj];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[t][e] = fmaf(pj, vd[e], acc[t][e]);
+          }
+        }
+      }
     }
+  }
+  // The position groups added in group order, a head at a time (PG * hd <= 8 kThreads floats).
 #pragma unroll
-    for (int t = 0; t < kMaxGroup; ++t)
-      if (t < G) ap.part_acc[(size_t(g * G + t) * ap.max_splits + sp) * hd + d] = acc[t];
+  for (int t = 0; t < GM; ++t) {
+    if (t >= G) break;
+    if (pg < PG) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) red[pg * hd + 8 * c + e] = acc[t][e];
+    }
+    __syncthreads();
+    for (int d = tid; d < hd; d += kThreads) {
+      float sum = red[d];
+      for (int q2 = 1; q2 < PG; ++q2) sum = __fadd_rn(sum, red[q2 * hd + d]);
+      ap.part_acc[(size_t(g * G + t) * ap.max_splits + sp) * hd + d] = sum;
+    }
+    __syncthreads();
   }
 
   // The last split of this KV head to finish merges them all.
@@ -183,21 +248,31 @@ __global__ void __launch_bounds__(kThreads) attention_row_kernel(float* __restri
   __syncthreads();
   if (!last_block) return;
   __threadfence();
-  for (int t = 0; t < G; ++t) {
-    const int h = g * G + t;
+  // A thread per (head of the group, dimension); the splits' (max, sum) and P.V read in split order.
+  for (int e = tid; e < G * hd; e += kThreads) {
+    const int t = e / hd, d = e - t * hd, h = g * G + t;
     const float* ml = ap.part_ml + size_t(h) * ap.max_splits * 2;
+    const float* pa = ap.part_acc + size_t(h) * ap.max_splits * hd + d;
     float M = -INFINITY;
     for (int s2 = 0; s2 < n_splits; ++s2) M = fmaxf(M, __ldcg(ml + 2 * s2));
-    for (int d = tid; d < hd; d += kThreads) {
-      float L = 0.0f, out = 0.0f;
-      for (int s2 = 0; s2 < n_splits; ++s2) {
-        const float w = expf(__ldcg(ml + 2 * s2) - M);
-        L = fmaf(__ldcg(ml + 2 * s2 + 1), w, L);
-        out = fmaf(__ldcg(ap.part_acc + (size_t(h) * ap.max_splits + s2) * hd + d), w, out);
-      }
-      ap.out[size_t(h) * hd + d] = out / L;
+    float L = 0.0f, out = 0.0f;
+    for (int s2 = 0; s2 < n_splits; ++s2) {
+      const float w = expf(__ldcg(ml + 2 * s2) - M);
+      L = fmaf(__ldcg(ml + 2 * s2 + 1), w, L);
+      out = fmaf(__ldcg(pa + size_t(s2) * hd), w, out);
     }
+    ap.out[size_t(h) * hd + d] = out / L;
   }
+}
+
+template <class T>
+void launch_for(int G, dim3 grid, cudaStream_t stream, float* qkv, const QkvRopeParams& qp,
+                const AttentionParams& ap, int* counters) {
+  if (G <= 1) launch_kernel(attention_row_kernel<T, 1>, grid, kThreads, 0, stream, qkv, qp, ap, counters);
+  else if (G <= 2) launch_kernel(attention_row_kernel<T, 2>, grid, kThreads, 0, stream, qkv, qp, ap, counters);
+  else if (G <= 4) launch_kernel(attention_row_kernel<T, 4>, grid, kThreads, 0, stream, qkv, qp, ap, counters);
+  else if (G <= 8) launch_kernel(attention_row_kernel<T, 8>, grid, kThreads, 0, stream, qkv, qp, ap, counters);
+  else launch_kernel(attention_row_kernel<T, 16>, grid, kThreads, 0, stream, qkv, qp, ap, counters);
 }
 
 }  // namespace
@@ -215,10 +290,9 @@ void launch_attention_row(float* qkv, const QkvRopeParams& qp, const AttentionPa
                 " is not supported (at most 16 query heads per KV head, head_dim a multiple of 8 up to 256)");
   if (ap.rows != 1) throw Error("cuda attention_row: a one-row window only, got " + std::to_string(ap.rows));
   const dim3 grid(ap.n_kv_heads, ap.grid_splits);
-  if (ap.kv.type == KvType::BF16)
-    launch_kernel(attention_row_kernel<__nv_bfloat16>, grid, kThreads, 0, stream, qkv, qp, ap, counters);
-  else
-    launch_kernel(attention_row_kernel<float>, grid, kThreads, 0, stream, qkv, qp, ap, counters);
+  const int G = ap.n_heads / ap.n_kv_heads;
+  if (ap.kv.type == KvType::BF16) launch_for<__nv_bfloat16>(G, grid, stream, qkv, qp, ap, counters);
+  else launch_for<float>(G, grid, stream, qkv, qp, ap, counters);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,5 @@
 // The step between the QKV matmul and attention, per row and head (launch_qkv_rope in kernels.hpp): the
-// head prepared as qkv_rope.cuh's prepare_head does it (bias, q/k norm, RoPE), then k and v into the KV cell
+// head prepared as qkv_rope.cuh's prepare_heads does it (bias, q/k norm, RoPE), then k and v into the KV cell
 // the slot's block table gives for the row's position (kv_offset), rounded to bf16 when the arena stores
 // bf16.
 #include "cuda/cuda_check.hpp"
@@ -19,7 +19,7 @@ constexpr int kMaxHeadDim = 256;
 __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ qkv, QkvRopeParams p) {
   pdl_wait();
   pdl_launch_dependents();
-  __shared__ float work[kMaxHeadDim], out[kMaxHeadDim];
+  __shared__ float out[kMaxHeadDim];
   __shared__ float inv_s;
   const int r = blockIdx.x, h = blockIdx.y;
   const int hd = p.head_dim, half = hd / 2;
@@ -33,9 +33,9 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ 
   const int pos = p.pos[r];
   const int slot = p.slot[r];
   const bool rotate = is_q || is_k;
-  prepare_head(x, xr, p.bias ? p.bias + offset : nullptr, is_q ? p.q_norm : is_k ? p.k_norm : nullptr, p.eps,
-               rotate ? p.cos + size_t(pos) * half : nullptr, rotate ? p.sin + size_t(pos) * half : nullptr, hd,
-               out, work, &inv_s);
+  prepare_heads(x, xr, p.bias ? p.bias + offset : nullptr, 1, is_q ? p.q_norm : is_k ? p.k_norm : nullptr, p.eps,
+                rotate ? p.cos + size_t(pos) * half : nullptr, rotate ? p.sin + size_t(pos) * half : nullptr, hd,
+                out, hd, &inv_s);
   if (is_q) {
     for (int d = threadIdx.x; d < hd; d += kThreads) x[d] = out[d];
   } else {

@@ -1,4 +1,4 @@
-// One head of a row between the QKV matmul and attention, as a block-wide device step shared by
+// Heads of a row between the QKV matmul and attention, as a block-wide device step shared by
 // qkv_rope.cu (every row and head of a window) and attention_row.cu (a one-row window's attention, which
 // prepares its own q, k and v): bias (Qwen2), the per-head RMSNorm (Qwen3, q and k), rotate-half RoPE from
 // the CPU backend's cos/sin table (q and k). The rotation is spelled with explicitly rounded products (no
@@ -12,40 +12,46 @@
 namespace strata {
 namespace cuda {
 
-// x: the head's hd values in the qkv row (xr: the split GEMM's remainder products, or null; bias: the
-// head's bias, or null); norm: the RMSNorm weight, or null; cs/sn: the row position's cos/sin table rows,
-// or null for v (no rotation). out (shared memory, hd floats) gets the result; work (shared, hd floats) and
-// inv (shared) are scratch. Every thread of the block calls it; it ends with a barrier.
-__device__ __forceinline__ void prepare_head(const float* x, const float* xr, const float* bias, const float* norm,
-                                             float eps, const float* cs, const float* sn, int hd, float* out,
-                                             float* work, float* inv) {
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    const float v = xr ? __fadd_rn(x[d], xr[d]) : x[d];
-    work[d] = bias ? __fadd_rn(v, bias[d]) : v;
+// count heads of hd values each, consecutive from x (xr: the split GEMM's remainder products, or null; bias:
+// the heads' biases, or null); norm: the RMSNorm weight, or null; cs/sn: the row position's cos/sin table
+// rows, or null for v (no rotation). Head t's result goes to out + t * out_stride (shared memory); inv
+// (shared, count floats) is scratch. Every thread of the block calls it; it ends with a barrier. The heads are
+// prepared side by side (one barrier per step for all of them), each exactly as a head on its own.
+__device__ __forceinline__ void prepare_heads(const float* x, const float* xr, const float* bias, int count,
+                                              const float* norm, float eps, const float* cs, const float* sn, int hd,
+                                              float* out, int out_stride, float* inv) {
+  for (int e = threadIdx.x; e < count * hd; e += blockDim.x) {
+    const int t = e / hd, d = e - t * hd;
+    const float v = xr ? __fadd_rn(x[e], xr[e]) : x[e];
+    out[t * out_stride + d] = bias ? __fadd_rn(v, bias[e]) : v;
   }
   __syncthreads();
   if (norm) {
-    if (threadIdx.x == 0) {
+    for (int t = threadIdx.x; t < count; t += blockDim.x) {
+      const float* o = out + t * out_stride;
       float ss = 0.0f;
-      for (int d = 0; d < hd; ++d) ss = __fmaf_rn(work[d], work[d], ss);
-      *inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(ss, float(hd)), eps));
+      for (int d = 0; d < hd; ++d) ss = __fmaf_rn(o[d], o[d], ss);
+      inv[t] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(ss, float(hd)), eps));
     }
     __syncthreads();
-    const float iv = *inv;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) work[d] = __fmul_rn(norm[d], __fmul_rn(work[d], iv));
+    for (int e = threadIdx.x; e < count * hd; e += blockDim.x) {
+      const int t = e / hd, d = e - t * hd;
+      float& o = out[t * out_stride + d];
+      o = __fmul_rn(norm[d], __fmul_rn(o, inv[t]));
+    }
     __syncthreads();
   }
-  const int half = hd / 2;
   if (cs) {
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-      const float a = work[i], b = work[i + half];
-      out[i] = __fsub_rn(__fmul_rn(a, cs[i]), __fmul_rn(b, sn[i]));
-      out[i + half] = __fadd_rn(__fmul_rn(b, cs[i]), __fmul_rn(a, sn[i]));
+    const int half = hd / 2;
+    for (int e = threadIdx.x; e < count * half; e += blockDim.x) {
+      const int t = e / half, i = e - t * half;
+      float* o = out + t * out_stride;
+      const float a = o[i], b = o[i + half];
+      o[i] = __fsub_rn(__fmul_rn(a, cs[i]), __fmul_rn(b, sn[i]));
+      o[i + half] = __fadd_rn(__fmul_rn(b, cs[i]), __fmul_rn(a, sn[i]));
     }
-  } else {
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) out[d] = work[d];
+    __syncthreads();
   }
-  __syncthreads();
 }
 
 // One K or V value into the arena at element i: as is (fp32) or rounded to nearest (bf16).

@@ -478,8 +478,11 @@ TEST_CASE("the one-row attention kernel matches the host reference on both arena
   CHECK_FALSE(attention_row_supports(32, 1, 128));  // 32 query heads on one KV head: past the group limit
   CHECK_FALSE(attention_row_supports(8, 8, 12));
   CHECK(attention_row_supports(32, 8, 128));
+  // Groups of 4, 1, 2 and 4 query heads, then 6 (a 48-wide head: 6 threads a V row, so 21 position groups
+  // and two idle threads) and 16 (the largest register arrays).
   for (const AttnShape sh : {AttnShape{128, 32, 8, 4, 1100}, AttnShape{64, 8, 8, 4, 1100}, AttnShape{16, 4, 2, 4, 1100},
-                             AttnShape{256, 4, 1, 4, 600}}) {
+                             AttnShape{256, 4, 1, 4, 600}, AttnShape{48, 12, 2, 4, 1100},
+                             AttnShape{64, 32, 2, 4, 600}}) {
     for (bool bf16 : {false, true}) {
       AttnFixture f(sh, 1500u + unsigned(sh.head_dim + sh.n_heads), bf16);
       f.arena16 = bf16;
