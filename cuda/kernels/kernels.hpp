@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/sampling/sampler.hpp"  // kSamplerRankedWalk
+
 namespace strata {
 namespace cuda {
 
@@ -200,13 +202,15 @@ constexpr int kDeviceTopLogprobs = 20;
 // launch_logprobs's output per row: the pick's logprob, then (id as float bits, logprob) per alternative.
 constexpr int kLogprobWords = 1 + 2 * kDeviceTopLogprobs;
 constexpr int kDeviceTopKMax = 64;  // larger top_k below the vocabulary samples on the host
-// Mode 2 orders this many of the best candidates; a top_p cut or a draw that reaches past them (a flat
-// distribution) leaves the row's pick at -1 for the host to make. Vocabularies up to kDeviceSampleMaxVocab.
-constexpr int kDeviceSampleRanks = 1024;
+// Mode 2 orders this many of the best candidates (the host's ranked walk, sampler.hpp); a draw past them
+// walks the rest in id order as the host does, a top_p cut past them leaves the row's pick at -1 for the
+// host to make. Vocabularies up to kDeviceSampleMaxVocab.
+constexpr int kDeviceSampleRanks = kSamplerRankedWalk;
 constexpr int kDeviceSampleMaxVocab = 256 * 1024;
 
 // Overwrites picks[r] of rows in mode 1 or 2 with engine/sampling's seeded draw (see sample.cu), or -1 for a
-// mode-2 row the host must draw (non-finite logits, or past kDeviceSampleRanks); run after argmax.
+// mode-2 row the host must draw (non-finite logits, a top_p cut past kDeviceSampleRanks, ties overflowing
+// the gather); run after argmax.
 void launch_sample(const float* logits, int rows, int vocab, const int32_t* specs, int* picks, cudaStream_t stream);
 
 }  // namespace cuda

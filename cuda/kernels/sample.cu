@@ -15,8 +15,11 @@
 //   a thread per chunk, the chunk sums then in order by one thread; the min_p count is order-free;
 // - the kDeviceSampleRanks best candidates found by a radix select on the logits' order-preserving bits
 //   (four 8-bit passes), gathered with their ties and put in rank order by a bitonic sort in shared memory;
-// - the top_p walk and the draw over those ranks in order, by one thread, as the host walks them. A walk
-//   that would go past them (a flat distribution) answers -1 and the host draws the row.
+// - the top_p walk and the draw over those ranks in order, by one thread, as the host walks them; a draw
+//   past them (a flat distribution) goes on as the host's does (sampler.hpp): the rest of the kept set in id
+//   order, a thread per chunk summing its part, one thread finding the chunk, then walking it. Only a top_p
+//   cut past the ordered ranks, more ties at the threshold than the gather holds, or a non-finite logit
+//   answers -1 for the host to draw the row.
 
 #include <cfloat>
 #include <cstdint>
@@ -71,6 +74,9 @@ struct FullShared {
   int need;
   int last_id;     // the kept set's last candidate (-1: every token, -2: w >= min_p), for the masked sum
   float last_z;
+  double kept_total, cum;  // the walk's state past the ordered ranks
+  int pick, last_rest;
+  double walk[kSamplerSumChunk];  // the probabilities of the chunk the draw falls in (-1: not in the rest)
 };
 
 // Mode 2 for one row (the whole block). Writes picks[row] (a token, or -1 for the host).
@@ -243,22 +249,90 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
     sh.chunk[tid] = acc;
   }
   __syncthreads();
-  if (tid != 0) return;
-  double kept_total = total;
-  if (last_id != -1) {
-    kept_total = 0.0;
-    for (int c = 0; c < n_chunks; ++c) kept_total += sh.chunk[c];
-  }
   const double u = philox_uniform_dev(seed, uint64_t(pos));
-  double cum = 0.0;
-  for (int i = 0; i < keep && i < ranked; ++i) {
-    cum += exp((double(sh.gz[i]) - zm) * inv_t) / kept_total;
-    if (u < cum) {
-      *pick_out = sh.gi[i];
-      return;
+  if (tid == 0) {
+    double kept_total = total;
+    if (last_id != -1) {
+      kept_total = 0.0;
+      for (int c = 0; c < n_chunks; ++c) kept_total += sh.chunk[c];
     }
+    sh.kept_total = kept_total;
+    double cum = 0.0;
+    int pick = -1;
+    for (int i = 0; i < keep && i < ranked; ++i) {
+      cum += exp((double(sh.gz[i]) - zm) * inv_t) / kept_total;
+      if (u < cum) {
+        pick = sh.gi[i];
+        break;
+      }
+    }
+    if (pick < 0 && keep <= ranked) pick = sh.gi[keep - 1];  // u within rounding of 1
+    sh.pick = pick;  // -1: the rest of the kept set, in id order
+    sh.cum = cum;
+    sh.last_rest = -1;
   }
-  *pick_out = keep <= ranked ? sh.gi[keep - 1] : -1;  // u within rounding of 1, or past the ordered ranks
+  __syncthreads();
+  if (sh.pick >= 0) {
+    if (tid == 0) *pick_out = sh.pick;
+    return;
+  }
+  // Past the ordered ranks (keep > ranked, so the kept set is every token or min_p's): the host's walk over
+  // the rest in id order (sampler.hpp). Each chunk's running sum, a thread per chunk; the chunk u falls in,
+  // by one thread over those sums; then that chunk's probabilities side by side and one thread's walk.
+  const double kept_total = sh.kept_total;
+  const float rank_z = sh.gz[ranked - 1];
+  const int rank_i = sh.gi[ranked - 1];
+  auto rest_prob = [&](int i) {  // the probability of id i when it is in the rest, else -1
+    const float v = z[i];
+    const double w = exp((double(v) - zm) * inv_t);
+    const bool kept = last_id == -2 ? w >= double(min_p) : true;
+    return kept && ranks_before(rank_z, rank_i, v, i) ? w / kept_total : -1.0;
+  };
+  if (tid < n_chunks) {
+    double acc = 0.0;
+    int last = -1;
+    const int e = min(vocab, (tid + 1) * kSamplerSumChunk);
+    for (int i = tid * kSamplerSumChunk; i < e; ++i) {
+      const double q = rest_prob(i);
+      if (q >= 0.0) acc += q, last = i;
+    }
+    sh.chunk[tid] = acc;
+    if (last >= 0) atomicMax(&sh.last_rest, last);
+  }
+  __syncthreads();
+  if (tid == 0) {
+    double cum = sh.cum;
+    int at = -1;
+    for (int c = 0; c < n_chunks; ++c) {
+      if (u < cum + sh.chunk[c]) {
+        at = c;
+        break;
+      }
+      cum += sh.chunk[c];
+    }
+    sh.cum = cum;
+    sh.need = at;
+  }
+  __syncthreads();
+  const int at = sh.need;
+  if (at < 0) {  // u within rounding of 1: the rest's highest id
+    if (tid == 0) *pick_out = sh.last_rest;
+    return;
+  }
+  const int c0 = at * kSamplerSumChunk, c1 = min(vocab, c0 + kSamplerSumChunk);
+  for (int i = c0 + tid; i < c1; i += kThreads) sh.walk[i - c0] = rest_prob(i);
+  __syncthreads();
+  if (tid != 0) return;
+  double cum = sh.cum;
+  int last = -1;
+  for (int i = c0; i < c1; ++i) {
+    const double q = sh.walk[i - c0];
+    if (q < 0.0) continue;
+    cum += q;
+    last = i;
+    if (u < cum) break;
+  }
+  *pick_out = last;
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int vocab,

@@ -168,6 +168,38 @@ class Candidates {
   }
   double prob(size_t i) { return rank(i).w / kept_total_; }
 
+  // The draw past the first kSamplerRankedWalk ranks (size() > kSamplerRankedWalk), cum the walk's sum so
+  // far: the rest of the kept set in id order, chunk by chunk (sampler.hpp).
+  TokenId draw_rest(double cum, double u) {
+    const Item last_ranked = rank(kSamplerRankedWalk - 1);
+    const bool all = keep_ == by_id_.size();
+    const Item last_kept = all ? last_ranked : rank(keep_ - 1);
+    auto in_rest = [&](const Item& x) { return ranks_before(last_ranked, x) && (all || !ranks_before(last_kept, x)); };
+    TokenId last = -1;
+    for (size_t i = 0; i < by_id_.size();) {
+      const int chunk = by_id_[i].id / kSamplerSumChunk;
+      size_t j = i;
+      double sum = 0.0;
+      for (; j < by_id_.size() && by_id_[j].id / kSamplerSumChunk == chunk; ++j)
+        if (in_rest(by_id_[j])) {
+          sum += by_id_[j].w / kept_total_;
+          last = by_id_[j].id;
+        }
+      if (u < cum + sum) {
+        for (size_t k = i; k < j; ++k)
+          if (in_rest(by_id_[k])) {
+            cum += by_id_[k].w / kept_total_;
+            last = by_id_[k].id;
+            if (u < cum) return last;
+          }
+        return last;
+      }
+      cum += sum;
+      i = j;
+    }
+    return last;
+  }
+
  private:
   static std::vector<Item>& scratch(int i) {
     thread_local std::vector<Item> buffers[3];
@@ -192,11 +224,30 @@ std::vector<Candidate> sampling_candidates(const float* z, int vocab, const Samp
 
 TokenId draw_candidate(const std::vector<Candidate>& c, double u) {
   double cum = 0.0;
-  for (const Candidate& x : c) {
-    cum += x.prob;
-    if (u < cum) return x.token;
+  const size_t ranked = std::min(c.size(), size_t(kSamplerRankedWalk));
+  for (size_t i = 0; i < ranked; ++i) {
+    cum += c[i].prob;
+    if (u < cum) return c[i].token;
   }
-  return c.back().token;  // u within rounding of 1
+  if (c.size() == ranked) return c.back().token;  // u within rounding of 1
+  std::vector<Candidate> rest(c.begin() + long(ranked), c.end());
+  std::sort(rest.begin(), rest.end(), [](const Candidate& a, const Candidate& b) { return a.token < b.token; });
+  for (size_t i = 0; i < rest.size();) {
+    const int chunk = rest[i].token / kSamplerSumChunk;
+    size_t j = i;
+    double sum = 0.0;
+    for (; j < rest.size() && rest[j].token / kSamplerSumChunk == chunk; ++j) sum += rest[j].prob;
+    if (u < cum + sum) {
+      for (size_t k = i; k < j; ++k) {
+        cum += rest[k].prob;
+        if (u < cum) return rest[k].token;
+      }
+      return rest[j - 1].token;
+    }
+    cum += sum;
+    i = j;
+  }
+  return rest.back().token;
 }
 
 TokenId pick_token(const float* logits, int vocab, const SamplingParams& p, TokenHistory h, int32_t pos) {
@@ -209,11 +260,13 @@ TokenId pick_token(const float* logits, int vocab, const SamplingParams& p, Toke
   // The same walk as draw_candidate over sampling_candidates, stopping as soon as the draw is decided.
   const double u = philox_uniform(p.seed, uint64_t(uint32_t(pos)));
   double cum = 0.0;
-  for (size_t i = 0; i < c.size(); ++i) {
+  const size_t ranked = std::min(c.size(), size_t(kSamplerRankedWalk));
+  for (size_t i = 0; i < ranked; ++i) {
     cum += c.prob(i);
     if (u < cum) return c.rank(i).id;
   }
-  return c.rank(c.size() - 1).id;
+  if (c.size() == ranked) return c.rank(c.size() - 1).id;  // u within rounding of 1
+  return c.draw_rest(cum, u);
 }
 
 }  // namespace strata

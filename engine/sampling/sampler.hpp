@@ -36,13 +36,21 @@ struct Candidate {
 // running sum, then the chunk sums' running sum (so up to one chunk, the plain running sum).
 constexpr int kSamplerSumChunk = 1024;
 
-// The tokens a non-greedy pick can draw, in the order the draw walks them (probability descending, lower id
-// first on ties), after temperature, top_k, min_p (kept when prob >= min_p * the top prob) and top_p (the
-// smallest prefix reaching top_p of the top_k mass; at least one token). Whole-set sums run in token-id
-// order (kSamplerSumChunk at a time), prefix sums in this order. Empty when no logit is finite.
+// The tokens a non-greedy pick can draw, in rank order (probability descending, lower id first on ties),
+// after temperature, top_k, min_p (kept when prob >= min_p * the top prob) and top_p (the smallest prefix
+// reaching top_p of the top_k mass; at least one token). Whole-set sums run in token-id order
+// (kSamplerSumChunk at a time), prefix sums in rank order. Empty when no logit is finite.
 std::vector<Candidate> sampling_candidates(const float* processed_logits, int vocab, const SamplingParams& params);
 
-// Walks the candidates' cumulative probability to uniform u in [0, 1).
+// The draw walks the kept candidates' cumulative probability to u: in rank order through the first
+// kSamplerRankedWalk of them, then (rarely: a flat distribution) the rest of them in token-id order, a chunk
+// of kSamplerSumChunk ids at a time: u is compared against the running total plus each chunk's own running
+// sum, and walked through the chunk it falls in (its last candidate when rounding leaves the walk short; the
+// highest id of the rest when u is within rounding of 1). Any fixed order draws from the same distribution;
+// this one lets a device place a draw deep in a 128k vocabulary in parallel (cuda/kernels/sample.cu).
+constexpr int kSamplerRankedWalk = 1024;
+
+// Walks the candidates (sampling_candidates order) to uniform u in [0, 1) as described above.
 TokenId draw_candidate(const std::vector<Candidate>& candidates, double u);
 
 // The whole pick: processors, then greedy argmax or a draw with philox_uniform(seed, pos).

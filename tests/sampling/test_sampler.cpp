@@ -249,3 +249,48 @@ TEST_CASE("on a large vocabulary the stop-early draw equals the walk over the fu
           CHECK(pick_token(z.data(), V, p, {}, pos) == draw_candidate(c, philox_uniform(11, uint64_t(pos))));
       }
 }
+
+TEST_CASE("draws past the ranked walk (the rest in id order, chunk by chunk) follow the kept distribution") {
+  // Three logit levels over 6000 ids (level i % 3): the first kSamplerRankedWalk ranks are all top-level
+  // tokens and hold about a quarter of the mass, so most draws walk the rest. Buckets: (level, id half).
+  const int V = 6000;
+  std::vector<float> z(static_cast<size_t>(V));
+  for (int i = 0; i < V; ++i) z[size_t(i)] = 0.5f * float(i % 3);
+  for (float min_p : {0.0f, 0.5f}) {  // 0.5 keeps levels 2 and 1 (weights 1 and e^-0.5), drops level 0
+    SamplingParams p = sampled();
+    p.min_p = min_p;
+    p.seed = 5;
+    const auto c = sampling_candidates(z.data(), V, p);
+    REQUIRE(c.size() == (min_p > 0 ? 4000u : 6000u));
+    double level_w[3], total = 0;
+    for (int l = 0; l < 3; ++l) level_w[l] = (min_p > 0 && l == 0) ? 0.0 : std::exp(0.5 * l), total += 2000 * level_w[l];
+    std::map<int, int> count;
+    const int N = 30000;
+    int past = 0;
+    for (int pos = 0; pos < N; ++pos) {
+      const TokenId t = pick_token(z.data(), V, p, {}, pos);
+      REQUIRE(t >= 0);
+      REQUIRE(t < V);
+      CHECK(t == draw_candidate(c, philox_uniform(5, uint64_t(pos))));
+      ++count[(t % 3) * 2 + (t >= V / 2)];
+      size_t rank = 0;
+      while (c[rank].token != t) ++rank;
+      past += rank >= size_t(kSamplerRankedWalk);
+    }
+    INFO("min_p " << min_p << ": " << past << " draws past the ranked walk");
+    CHECK(past > N / 2);
+    double chi2 = 0;
+    int cells = 0;
+    for (int b = 0; b < 6; ++b) {
+      const double expect = N * 1000 * level_w[b / 2] / total;
+      if (expect == 0) {
+        CHECK(count[b] == 0);
+        continue;
+      }
+      chi2 += (count[b] - expect) * (count[b] - expect) / expect;
+      ++cells;
+    }
+    INFO("chi2 " << chi2 << " over " << cells << " cells");
+    CHECK(chi2 < (cells == 6 ? 20.5 : 16.3));  // p = 0.001 for 5 and 3 degrees of freedom
+  }
+}
