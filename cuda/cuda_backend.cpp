@@ -223,7 +223,7 @@ struct CudaBackend::Impl {
         {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {meta_words(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
-        {size_t(cfg.num_kv_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
+        {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
     size_t total = 0;
@@ -236,7 +236,7 @@ struct CudaBackend::Impl {
     }
     ws.in16 = in16;
     ws.max_splits = max_splits;
-    STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_kv_heads) * 4));  // launch_attention_row
+    STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     meta_host = cuda::PinnedBuffer(meta_words(T, R) * 4, "window metadata");

@@ -30,7 +30,7 @@ struct Workspace {
   int* picks = nullptr;      // [R]
   float* logprobs = nullptr; // [R][kLogprobWords]: launch_logprobs
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
-  int* attn_counters = nullptr;  // [n_kv_heads]: launch_attention_row's split counters
+  int* attn_counters = nullptr;  // [n_heads]: launch_attention_row's split counters
   int max_splits = 0;
 };
 

@@ -4,8 +4,9 @@
 // lane in flight; the fp32 activation row sits in shared memory, staged once per block (and RMS-normed there
 // when the sub-layer starts with a norm, so the norm is no kernel of its own), in a layout that gives every
 // lane its eight elements as two conflict-free 16-byte reads. The sub-layer's end rides in the epilogue: the
-// residual add (o and down projections), or SwiGLU on the gate and up rows of one task. The first weight loads
-// go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps its tail.
+// residual add (o and down projections), or SwiGLU on the gate and up rows of one task. Both buffers' first
+// weight loads go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps
+// its tail.
 //
 // Sums: a lane's FMAs over its chunks in k order, then a butterfly over the warp; the norm's sum of squares
 // is fixed by k and the block size. So the result depends on the shapes alone (deterministic), though not
@@ -75,6 +76,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   };
   uint4 A[NR][U], B[NR][U];
   if (total > 0) issue(0, A);
+  if (total > 1) issue(1, B);
   pdl_wait();  // the activations are the previous kernel's output
   pdl_launch_dependents();
 
@@ -136,11 +138,14 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 #pragma unroll
     for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
   };
+  // A buffer is refilled as soon as it has been consumed, so one is always in flight behind the other.
   for (int s = 0; s < total; s += 2) {
-    if (s + 1 < total) issue(s + 1, B);
     consume(s, A);
     if (s + 2 < total) issue(s + 2, A);
-    if (s + 1 < total) consume(s + 1, B);
+    if (s + 1 < total) {
+      consume(s + 1, B);
+      if (s + 3 < total) issue(s + 3, B);
+    }
   }
 }
 

@@ -124,7 +124,7 @@ void launch_attention_tc(const AttentionParams& p, cudaStream_t stream);
 
 // A one-row window's q/k norm, RoPE, KV store, attention and split merge in one kernel (attention_row.cu),
 // for the tolerance path's decode step: the inputs of launch_qkv_rope and launch_attention (qp.qkv_rem
-// unused, ap.rows 1, ap.out16 ignored), counters[n_kv_heads] zero before the first launch (each launch leaves
+// unused, ap.rows 1, ap.out16 ignored), counters[n_heads] zero before the first launch (each launch leaves
 // them zero). Throws strata::Error for shapes attention_row_supports refuses.
 bool attention_row_supports(int n_heads, int n_kv_heads, int head_dim);
 void launch_attention_row(float* qkv, const QkvRopeParams& qp, const AttentionParams& ap, int* counters,
