@@ -1,7 +1,7 @@
 // Logprobs on the device (launch_logprobs in kernels.hpp): for an output row whose spec asks for them, the
 // pick's log-softmax and the n best alternatives, as engine/sampling's compute_logprobs makes them from the
-// same logits: the max, the sum of exp(z - max) in double over kSamplerSumChunk-id chunks (a thread per
-// chunk, then the chunk sums in order by one thread), lse = max + log(sum), each value float(z - lse); the
+// same logits: the max, the sum of exp(z - max) in double over kSamplerSumChunk-id chunks (a warp per
+// chunk in the host's lane order, then the chunk sums in order by one thread), lse = max + log(sum), each value float(z - lse); the
 // alternatives in the order (value descending, lower id first), found as n rounds of "the best entry after
 // the previous one". As in sample.cu, the one possible difference is the last bit of a double exp or log.
 // One block per output row; rows that ask for nothing return at once.
@@ -47,12 +47,7 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* __restr
   for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, red_v[w]);
   const double md = double(m);
   const int n_chunks = (vocab + kSamplerSumChunk - 1) / kSamplerSumChunk;
-  if (tid < n_chunks) {
-    double acc = 0.0;
-    const int e = min(vocab, (tid + 1) * kSamplerSumChunk);
-    for (int i = tid * kSamplerSumChunk; i < e; ++i) acc += exp(double(z[i]) - md);
-    chunk[tid] = acc;
-  }
+  warp_chunk_sums(vocab, chunk, [&](int i) { return exp(double(z[i]) - md); });
   __syncthreads();
   if (tid == 0) {
     double s = 0.0;

@@ -1,7 +1,7 @@
 // Ranking a row of logits the way engine/sampling does (value descending, lower id first among equals), for
 // the device's picks (sample.cu) and logprobs (logprobs.cu): the comparison, and a block-wide step that finds
 // the best entry strictly after a previous one, so k steps give the k best in order whatever the reduction
-// order. Also the chunk count of the host's chunked whole-vocabulary sums.
+// order. Also the host's chunked whole-vocabulary sums (warp_chunk_sums) and their chunk count.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -12,6 +12,23 @@ namespace strata {
 namespace cuda {
 
 constexpr int kDeviceSumChunks = kDeviceSampleMaxVocab / kSamplerSumChunk;
+
+// Chunk sums of f(i) over ids [0, vocab) in engine/sampling's ChunkedSum / LaneSum order (chunked_sum.hpp), a
+// warp per chunk: lane l adds ids l, l + 32, ... of the chunk in order, then the butterfly; chunk[c] gets
+// chunk c's sum. Every warp of the block calls it; f(i) returns the double to add (0.0 for none).
+template <class F>
+__device__ __forceinline__ void warp_chunk_sums(int vocab, double* chunk, F&& f) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int n_chunks = (vocab + kSamplerSumChunk - 1) / kSamplerSumChunk;
+  for (int c = warp; c < n_chunks; c += warps) {
+    const int e = min(vocab, (c + 1) * kSamplerSumChunk);
+    double acc = 0.0;
+    for (int i = c * kSamplerSumChunk + lane; i < e; i += 32) acc += f(i);
+#pragma unroll
+    for (int o = 16; o >= 1; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0) chunk[c] = acc;
+  }
+}
 
 __device__ __forceinline__ bool ranks_before(float v, int i, float bv, int bi) {
   return v > bv || (v == bv && i < bi);

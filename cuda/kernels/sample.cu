@@ -11,13 +11,15 @@
 // draw only when u falls within ~1e-16 of a candidate boundary.
 //
 // Mode 2 (no top_k, or top_k >= vocab: the OpenAI default) over the whole vocabulary, the same steps:
-// - z_max and the whole-vocabulary sums (total, the kept mass) in the host's chunks of kSamplerSumChunk ids,
-//   a thread per chunk, the chunk sums then in order by one thread; the min_p count is order-free;
+// - z_max and the whole-vocabulary sums (total, the kept mass) in the host's chunks of kSamplerSumChunk ids
+//   and its lane order (chunked_sum.hpp), a warp per chunk, the chunk sums then in order by one thread; the
+//   min_p count is order-free;
 // - the kDeviceSampleRanks best candidates found by a radix select on the logits' order-preserving bits
 //   (four 8-bit passes), gathered with their ties and put in rank order by a bitonic sort in shared memory;
-// - the top_p walk and the draw over those ranks in order, by one thread, as the host walks them; a draw
-//   past them (a flat distribution) goes on as the host's does (sampler.hpp): the rest of the kept set in id
-//   order, a thread per chunk summing its part, one thread finding the chunk, then walking it. Only a top_p
+// - the top_p walk and the draw over those ranks in order as the host walks them: their weights and
+//   probabilities computed side by side, one thread adding them up; a draw past them (a flat distribution)
+//   goes on as the host's does (sampler.hpp): the rest of the kept set in id order, a warp per chunk summing
+//   its part, one thread finding the chunk, then walking it. Only a top_p
 //   cut past the ordered ranks, more ties at the threshold than the gather holds, or a non-finite logit
 //   answers -1 for the host to draw the row.
 
@@ -109,19 +111,14 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
   const double zm = double(z_max);
   const int n_chunks = (vocab + kSamplerSumChunk - 1) / kSamplerSumChunk;
 
-  // Chunk sums of the weights (the host's ChunkedSum) and the min_p count.
+  // Chunk sums of the weights (the host's ChunkedSum, a warp per chunk) and the min_p count.
   int minp_count = 0;
-  if (tid < n_chunks) {
-    double acc = 0.0;
-    const int e = min(vocab, (tid + 1) * kSamplerSumChunk);
-    for (int i = tid * kSamplerSumChunk; i < e; ++i) {
-      const double w = exp((double(z[i]) - zm) * inv_t);
-      acc += w;
-      minp_count += w >= double(min_p);
-    }
-    sh.chunk[tid] = acc;
-    if (min_p > 0.0f) atomicAdd(&sh.n_minp, minp_count);
-  }
+  warp_chunk_sums(vocab, sh.chunk, [&](int i) {
+    const double w = exp((double(z[i]) - zm) * inv_t);
+    minp_count += w >= double(min_p);
+    return w;
+  });
+  if (min_p > 0.0f && minp_count > 0) atomicAdd(&sh.n_minp, minp_count);
 
   // Radix select: the key of the kDeviceSampleRanks-th best candidate (all of them when the vocabulary is
   // smaller).
@@ -193,6 +190,9 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
     }
   }
   const int ranked = min(gathered, want);  // ranks [0, ranked) are the vocabulary's best, in order
+  // Their weights side by side (each exactly the host's), so the walks below are one thread's adds only.
+  for (int i = tid; i < ranked; i += kThreads) sh.walk[i] = exp((double(sh.gz[i]) - zm) * inv_t);
+  __syncthreads();
 
   // The kept set, as the host decides it: min_p (a prefix of the ranking: w >= min_p), then top_p's walk.
   if (tid == 0) {
@@ -210,7 +210,7 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
       double cum = 0.0;
       bool cut = false;
       for (int i = 0; i < keep && i < ranked; ++i) {
-        cum += exp((double(sh.gz[i]) - zm) * inv_t);
+        cum += sh.walk[i];
         if (cum >= target) {
           keep = i + 1;
           cut = true;
@@ -237,16 +237,13 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
   // The kept mass: the host's chunked sum over ids, the tokens outside the kept set adding nothing.
   const int last_id = sh.last_id;
   const float last_z = sh.last_z;
-  if (last_id != -1 && tid < n_chunks) {
-    double acc = 0.0;
-    const int e = min(vocab, (tid + 1) * kSamplerSumChunk);
-    for (int i = tid * kSamplerSumChunk; i < e; ++i) {
+  if (last_id != -1) {
+    warp_chunk_sums(vocab, sh.chunk, [&](int i) {
       const float v = z[i];
       const double w = exp((double(v) - zm) * inv_t);
       const bool kept = last_id == -2 ? w >= double(min_p) : !ranks_before(last_z, last_id, v, i);
-      acc += kept ? w : 0.0;
-    }
-    sh.chunk[tid] = acc;
+      return kept ? w : 0.0;
+    });
   }
   __syncthreads();
   const double u = philox_uniform_dev(seed, uint64_t(pos));
@@ -257,10 +254,17 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
       for (int c = 0; c < n_chunks; ++c) kept_total += sh.chunk[c];
     }
     sh.kept_total = kept_total;
+  }
+  __syncthreads();
+  // The ranked candidates' probabilities side by side, then the draw's walk over them by one thread.
+  const int walked = keep < long(ranked) ? int(keep) : ranked;
+  for (int i = tid; i < walked; i += kThreads) sh.walk[i] /= sh.kept_total;
+  __syncthreads();
+  if (tid == 0) {
     double cum = 0.0;
     int pick = -1;
-    for (int i = 0; i < keep && i < ranked; ++i) {
-      cum += exp((double(sh.gz[i]) - zm) * inv_t) / kept_total;
+    for (int i = 0; i < walked; ++i) {
+      cum += sh.walk[i];
       if (u < cum) {
         pick = sh.gi[i];
         break;
@@ -277,8 +281,8 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
     return;
   }
   // Past the ordered ranks (keep > ranked, so the kept set is every token or min_p's): the host's walk over
-  // the rest in id order (sampler.hpp). Each chunk's running sum, a thread per chunk; the chunk u falls in,
-  // by one thread over those sums; then that chunk's probabilities side by side and one thread's walk.
+  // the rest in id order (sampler.hpp). Each chunk's sum, a warp per chunk; the chunk u falls in, by one
+  // thread over those sums; then that chunk's probabilities side by side and one thread's walk.
   const double kept_total = sh.kept_total;
   const float rank_z = sh.gz[ranked - 1];
   const int rank_i = sh.gi[ranked - 1];
@@ -288,17 +292,14 @@ __device__ void sample_full(const float* __restrict__ z, int vocab, float temper
     const bool kept = last_id == -2 ? w >= double(min_p) : true;
     return kept && ranks_before(rank_z, rank_i, v, i) ? w / kept_total : -1.0;
   };
-  if (tid < n_chunks) {
-    double acc = 0.0;
-    int last = -1;
-    const int e = min(vocab, (tid + 1) * kSamplerSumChunk);
-    for (int i = tid * kSamplerSumChunk; i < e; ++i) {
-      const double q = rest_prob(i);
-      if (q >= 0.0) acc += q, last = i;
-    }
-    sh.chunk[tid] = acc;
-    if (last >= 0) atomicMax(&sh.last_rest, last);
-  }
+  int rest_last = -1;
+  warp_chunk_sums(vocab, sh.chunk, [&](int i) {
+    const double q = rest_prob(i);
+    if (q < 0.0) return 0.0;
+    rest_last = i;  // ids come in increasing order to each thread
+    return q;
+  });
+  if (rest_last >= 0) atomicMax(&sh.last_rest, rest_last);
   __syncthreads();
   if (tid == 0) {
     double cum = sh.cum;

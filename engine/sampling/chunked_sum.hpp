@@ -1,25 +1,48 @@
-// A sum over a vocabulary-sized set in id order, kSamplerSumChunk values at a time: each chunk's running
-// sum, then the chunk sums' running sum. Up to one chunk it is the plain running sum; over a 128k
-// vocabulary it is what a device reproduces with a thread per chunk (cuda/kernels/sample.cu, logprobs.cu).
+// Sums over a vocabulary-sized set in id order, in the order a GPU warp adds them, so a device reproduces
+// them bit for bit with a warp per chunk (cuda/kernels/sample.cu, logprobs.cu, rank_select.cuh): the set is
+// cut into chunks of kSamplerSumChunk values; value i of a chunk goes to lane i % 32, each lane adds its
+// values in order, then the 32 lane sums are combined by a butterfly (step o = 16, 8, 4, 2, 1: lane l gets
+// lane l + lane l ^ o); the chunk sums are then added in order.
 #pragma once
 #include "engine/sampling/sampler.hpp"
 
 namespace strata {
 
+// One chunk's sum: add(i, w) for its values (i: the value's index in the chunk, or its id), then value().
+class LaneSum {
+ public:
+  void add(int i, double w) { lane_[i & 31] += w; }
+  double value() const {
+    double v[32];
+    for (int l = 0; l < 32; ++l) v[l] = lane_[l];
+    for (int o = 16; o >= 1; o /= 2) {
+      double next[32];
+      for (int l = 0; l < 32; ++l) next[l] = v[l] + v[l ^ o];
+      for (int l = 0; l < 32; ++l) v[l] = next[l];
+    }
+    return v[0];
+  }
+
+ private:
+  double lane_[32] = {};
+};
+
+// A whole set's sum, values added in id order.
 class ChunkedSum {
  public:
   void add(double w) {
-    chunk_ += w;
+    chunk_.add(n_, w);
     if (++n_ == kSamplerSumChunk) {
-      total_ += chunk_;
-      chunk_ = 0.0;
+      total_ += chunk_.value();
+      chunk_ = LaneSum();
       n_ = 0;
     }
   }
-  double value() const { return total_ + chunk_; }
+  double value() const { return n_ ? total_ + chunk_.value() : total_; }
 
  private:
-  double total_ = 0.0, chunk_ = 0.0;
+  LaneSum chunk_;
+  double total_ = 0.0;
   int n_ = 0;
 };
 

@@ -8,8 +8,8 @@
 namespace strata {
 
 // Fills *pick_logprob (when pick >= 0) and *top with the n_top most likely tokens, descending, lower id first
-// on ties. Sums run in double in token order (kSamplerSumChunk at a time, as the device can), so the result
-// does not depend on the caller.
+// on ties. Sums run in double in token order, chunked as a GPU warp adds them (chunked_sum.hpp), so the
+// result does not depend on the caller and the device gives the same.
 void compute_logprobs(const float* logits, int vocab, TokenId pick, int n_top, float* pick_logprob,
                       std::vector<TopLogprob>* top);
 

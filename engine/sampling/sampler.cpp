@@ -179,12 +179,13 @@ class Candidates {
     for (size_t i = 0; i < by_id_.size();) {
       const int chunk = by_id_[i].id / kSamplerSumChunk;
       size_t j = i;
-      double sum = 0.0;
+      LaneSum chunk_sum;
       for (; j < by_id_.size() && by_id_[j].id / kSamplerSumChunk == chunk; ++j)
         if (in_rest(by_id_[j])) {
-          sum += by_id_[j].w / kept_total_;
+          chunk_sum.add(by_id_[j].id, by_id_[j].w / kept_total_);
           last = by_id_[j].id;
         }
+      const double sum = chunk_sum.value();
       if (u < cum + sum) {
         for (size_t k = i; k < j; ++k)
           if (in_rest(by_id_[k])) {
@@ -235,8 +236,9 @@ TokenId draw_candidate(const std::vector<Candidate>& c, double u) {
   for (size_t i = 0; i < rest.size();) {
     const int chunk = rest[i].token / kSamplerSumChunk;
     size_t j = i;
-    double sum = 0.0;
-    for (; j < rest.size() && rest[j].token / kSamplerSumChunk == chunk; ++j) sum += rest[j].prob;
+    LaneSum chunk_sum;
+    for (; j < rest.size() && rest[j].token / kSamplerSumChunk == chunk; ++j) chunk_sum.add(rest[j].token, rest[j].prob);
+    const double sum = chunk_sum.value();
     if (u < cum + sum) {
       for (size_t k = i; k < j; ++k) {
         cum += rest[k].prob;

@@ -32,8 +32,8 @@ struct Candidate {
   double prob;  // normalized over the kept candidates
 };
 
-// Whole-set sums of a pick run over the candidates in token-id order in chunks of this many: each chunk's
-// running sum, then the chunk sums' running sum (so up to one chunk, the plain running sum).
+// Whole-set sums of a pick run over the candidates in token-id order in chunks of this many, each chunk in
+// a GPU warp's order (chunked_sum.hpp), then the chunk sums' running sum.
 constexpr int kSamplerSumChunk = 1024;
 
 // The tokens a non-greedy pick can draw, in rank order (probability descending, lower id first on ties),
@@ -44,8 +44,8 @@ std::vector<Candidate> sampling_candidates(const float* processed_logits, int vo
 
 // The draw walks the kept candidates' cumulative probability to u: in rank order through the first
 // kSamplerRankedWalk of them, then (rarely: a flat distribution) the rest of them in token-id order, a chunk
-// of kSamplerSumChunk ids at a time: u is compared against the running total plus each chunk's own running
-// sum, and walked through the chunk it falls in (its last candidate when rounding leaves the walk short; the
+// of kSamplerSumChunk ids at a time: u is compared against the running total plus each chunk's own sum
+// (chunked_sum.hpp's LaneSum, lanes by id), and walked through the chunk it falls in (its last candidate when rounding leaves the walk short; the
 // highest id of the rest when u is within rounding of 1). Any fixed order draws from the same distribution;
 // this one lets a device place a draw deep in a 128k vocabulary in parallel (cuda/kernels/sample.cu).
 constexpr int kSamplerRankedWalk = 1024;

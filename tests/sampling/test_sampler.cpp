@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "engine/sampling/chunked_sum.hpp"
 #include "engine/sampling/philox.hpp"
 #include "engine/sampling/sampler.hpp"
 
@@ -293,4 +294,20 @@ TEST_CASE("draws past the ranked walk (the rest in id order, chunk by chunk) fol
     INFO("chi2 " << chi2 << " over " << cells << " cells");
     CHECK(chi2 < (cells == 6 ? 20.5 : 16.3));  // p = 0.001 for 5 and 3 degrees of freedom
   }
+}
+
+TEST_CASE("chunked sums in the warp's lane order stay within rounding of the exact sum") {
+  // 5000 values of very different sizes: five chunks, the last partial.
+  std::vector<double> w;
+  for (int i = 0; i < 5000; ++i) w.push_back(std::exp(-0.01 * (i % 997)) * (1 + (i % 7)));
+  ChunkedSum s;
+  long double exact = 0;
+  for (double x : w) s.add(x), exact += x;
+  CHECK(s.value() == Approx(double(exact)).epsilon(1e-13));
+  LaneSum one;
+  for (int i = 0; i < 40; ++i) one.add(i, w[size_t(i)]);
+  long double part = 0;
+  for (int i = 0; i < 40; ++i) part += w[size_t(i)];
+  CHECK(one.value() == Approx(double(part)).epsilon(1e-14));
+  CHECK(LaneSum().value() == 0.0);
 }
