@@ -182,7 +182,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -195,6 +195,7 @@ int run_bench_command(int argc, char** argv) {
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
+  bool attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
@@ -228,6 +229,8 @@ int run_bench_command(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--fused-row-attention") && has_value) {
       if (!parse_on_off(argv[++i], &fused_row_attention)) return usage(name);  // with the fused GEMV: a one-row
                                                                                // window's attention as one kernel
+    } else if (!std::strcmp(argv[i], "--attention-tc-lean") && has_value) {
+      if (!parse_on_off(argv[++i], &attention_tc_lean)) return usage(name);  // the lean tensor-core attention
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
       if (!parse_on_off(argv[++i], &fused_gemv)) return usage(name);  // one-row GEMM windows on the fused GEMV
                                                                       // instead of cuBLAS and the small kernels
@@ -273,6 +276,7 @@ int run_bench_command(int argc, char** argv) {
     o.kv_cache_dtype = kv_dtype;
     o.fused_gemv = fused_gemv;
     o.fused_row_attention = fused_row_attention;
+    o.attention_tc_lean = attention_tc_lean;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
     const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;

@@ -61,6 +61,9 @@ struct CudaBackendOptions {
   // attention kernel when the arena is bf16. false keeps the fixed-order kernels there too, so attention gives
   // a row the bits of its single-row window in every window (the server's choice with speculation on).
   bool attention_tc = true;
+  // The tensor-core attention's lean variant (q fragments loaded per k-step, unpadded swizzled K/V: three
+  // blocks an SM instead of two). Off until it has run on the GPU.
+  bool attention_tc_lean = false;
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;

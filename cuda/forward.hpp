@@ -46,6 +46,7 @@ struct ForwardContext {
   int gemm_min_rows = 65;
   int split_gemm_max_rows = 0;  // GEMM windows of up to this many rows split their activations (forward.cpp)
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
+  bool attention_tc_lean = false;  // CudaBackendOptions::attention_tc_lean
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs

@@ -42,17 +42,28 @@ constexpr int kS = kAttnSplit;          // positions of one block
 constexpr int kWarpPos = kS / kWarps;  // positions of one warp
 constexpr int kPad = 8;                 // bf16 padding per shared row: ldmatrix rows hit distinct banks
 constexpr int kM = 16;                  // query vectors per mma chunk
-constexpr int kMergeRows = 4;           // query vectors merged per round (a decode row's GQA group of 4 in one)
 static_assert(kWarpPos == 16, "a warp's positions are 2 n8 blocks and one k16 step");
 static_assert(kS <= kThreads, "one block-table lookup per thread");
 
 
-// Shared memory: K and V [kS][HD + kPad] bf16, the split's row offsets [kS] (int64), the merge buffer
-// [kWarps][kMergeRows][HD + 4] fp32 and each warp's (max, sum) of the chunk's vectors [kWarps][kM][2].
-template <int HD>
+// Two layouts (kLean below). Shared memory: K and V [kS] rows of HD bf16, padded to HD + kPad (plain) or
+// unpadded with their 16-byte pieces XOR-swizzled by the row (lean: piece u of row j at u ^ (j & 7), so the
+// 8 rows an ldmatrix reads still hit distinct banks), the split's row offsets [kS] (int64), the merge buffer
+// [kWarps][kMergeRows][HD / DP + 4] fp32 and each warp's (max, sum) of the chunk's vectors [kWarps][kM][2].
+//
+// kLean trades a little work for occupancy: the plain kernel keeps the q fragments of a chunk in registers
+// (98 a thread) and takes 88.6 KB of shared memory at head_dim 128, two blocks an SM either way; the lean one
+// loads each k-step's q fragments when it uses them, does P.V and the merge in two passes of half the
+// dims each (half the accumulators and merge buffer) and drops the padding, so three blocks fit (at most 80
+// registers, 74.5 KB at head_dim 128).
+template <int HD, bool kLean>
 struct Smem {
-  static constexpr int LD = HD + kPad;
-  static constexpr int MLD = HD + 4;
+  static constexpr int kMergeRows = 4;  // query vectors merged per round (a decode row's GQA group of 4 in one)
+  static constexpr int DP = kLean ? 2 : 1;  // P.V passes, HD / DP dims each
+  static constexpr int LD = kLean ? HD : HD + kPad;
+  static constexpr int MLD = HD / DP + 4;
+  // Element offset of 16-byte piece u (8 bf16) of K/V row j.
+  static __device__ __forceinline__ int at(int j, int u) { return j * LD + 8 * (kLean ? (u ^ (j & 7)) : u); }
   static constexpr size_t k_off = 0;
   static constexpr size_t v_off = k_off + size_t(kS) * LD * 2;
   static constexpr size_t off_off = v_off + size_t(kS) * LD * 2;
@@ -61,10 +72,24 @@ struct Smem {
   static constexpr size_t bytes = ml_off + size_t(kWarps) * kM * 2 * 4;
 };
 
+// The q fragments of k-step s (dims 16 s .. 16 s + 15) of vectors qp[0] (rows 0-7) and qp[1] (rows 8-15), as
+// hi and remainder A fragments (zeros where ok[half] is false).
 template <int HD>
-__global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams a) {
-  using S = Smem<HD>;
-  constexpr int LD = S::LD, KS = HD / 16, NB = HD / 8, U = HD / 8;
+__device__ __forceinline__ void load_q(const float* const (&qp)[2], const bool (&ok)[2], int s, int tig,
+                                       uint32_t (&qh)[4], uint32_t (&ql)[4]) {
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {  // e: (rows 0-7 | 8-15) x (dims 2t | 2t + 8)
+    const int half = e & 1, d = 16 * s + 2 * tig + 8 * (e >> 1);
+    const float2 v = ok[half] ? *reinterpret_cast<const float2*>(qp[half] + d) : make_float2(0.0f, 0.0f);
+    split_bf16x2(v.x, v.y, qh[e], ql[e]);
+  }
+}
+
+template <int HD, bool kLean>
+__global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(AttentionParams a) {
+  using S = Smem<HD, kLean>;
+  constexpr int KS = HD / 16, NB = HD / 8, U = HD / 8, kMergeRows = S::kMergeRows;
+  constexpr int DP = S::DP, NBP = NB / DP, HP = HD / DP;
   pdl_wait();
   pdl_launch_dependents();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -92,46 +117,38 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
   const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(a.kv.v);
   for (int i = tid; i < nsp * U; i += kThreads) {  // consecutive threads: consecutive 16 bytes of a row
     const int j = i / U, u = i - j * U;
-    cp_async16(ks + j * LD + 8 * u, kb + sOff[j] + 8 * u);
-    cp_async16(vs + j * LD + 8 * u, vb + sOff[j] + 8 * u);
+    cp_async16(ks + S::at(j, u), kb + sOff[j] + 8 * u);
+    cp_async16(vs + S::at(j, u), vb + sOff[j] + 8 * u);
   }
   cp_async_commit();
   // V rows past the split's last are zeros (their P is zero; 0 x garbage could be NaN). K rows there are
   // never used unmasked.
   for (int i = tid; i < (kS - nsp) * U; i += kThreads) {
     const int j = nsp + i / U, u = i % U;
-    *reinterpret_cast<uint4*>(vs + j * LD + 8 * u) = make_uint4(0, 0, 0, 0);
+    *reinterpret_cast<uint4*>(vs + S::at(j, u)) = make_uint4(0, 0, 0, 0);
   }
 
   const int Q = nq * G;  // query vector qi: row qi / G of the tile, head g G + qi % G
   const int jw = warp * kWarpPos;
   for (int c0 = 0; c0 < Q; c0 += kM) {
-    // q of vectors c0 + gid (fragment rows 0-7) and c0 + gid + 8 (rows 8-15) as hi and remainder A fragments.
-    uint32_t qh[KS][4], ql[KS][4];
+    // q of vectors c0 + gid (fragment rows 0-7) and c0 + gid + 8 (rows 8-15) as hi and remainder A fragments:
+    // all k-steps up front (plain), or each when the S loop reaches it (lean).
     int rr[2];
     bool ok[2];
+    const float* qp[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int qi = c0 + gid + 8 * half;
       ok[half] = qi < Q;
       rr[half] = ok[half] ? qi / G : 0;
+      const int qc = min(qi, Q - 1);
+      qp[half] = a.qkv + size_t(row0 + qc / G) * a.qkv_stride + size_t(g * G + qc % G) * HD;
     }
-    {
-      const float* qp[2];
+    constexpr int QS = kLean ? 1 : KS;  // k-steps of q held at once
+    uint32_t qh[QS][4], ql[QS][4];
+    if (!kLean) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int qi = min(c0 + gid + 8 * half, Q - 1);
-        qp[half] = a.qkv + size_t(row0 + qi / G) * a.qkv_stride + size_t(g * G + qi % G) * HD;
-      }
-#pragma unroll
-      for (int s = 0; s < KS; ++s) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {  // e: (rows 0-7 | 8-15) x (dims 2t | 2t + 8)
-          const int half = e & 1, d = 16 * s + 2 * tig + 8 * (e >> 1);
-          const float2 v = ok[half] ? *reinterpret_cast<const float2*>(qp[half] + d) : make_float2(0.0f, 0.0f);
-          split_bf16x2(v.x, v.y, qh[s][e], ql[s][e]);
-        }
-      }
+      for (int s = 0; s < QS; ++s) load_q<HD>(qp, ok, s, tig, qh[s], ql[s]);
     }
     if (c0 == 0) {
       cp_async_wait<0>();
@@ -144,14 +161,24 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
     for (int n = 0; n < 2; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
 #pragma unroll
     for (int s = 0; s < KS; s += 2) {
+      uint32_t h0[4], l0[4], h1[4], l1[4];  // q fragments of k-steps s and s + 1
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (!kLean) h0[e] = qh[s % QS][e], l0[e] = ql[s % QS][e], h1[e] = qh[(s + 1) % QS][e], l1[e] = ql[(s + 1) % QS][e];
+      }
+      if (kLean) {
+        load_q<HD>(qp, ok, s, tig, h0, l0);
+        load_q<HD>(qp, ok, s + 1, tig, h1, l1);
+      }
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
         uint32_t b[4];
-        ldsm_x4(b, ks + (jw + 8 * n + (lane & 7)) * LD + 16 * s + 8 * (lane >> 3));
-        mma_bf16(sc[n], qh[s], b[0], b[1]);
-        mma_bf16(sc[n], ql[s], b[0], b[1]);
-        mma_bf16(sc[n], qh[s + 1], b[2], b[3]);
-        mma_bf16(sc[n], ql[s + 1], b[2], b[3]);
+        const int row = jw + 8 * n + (lane & 7);
+        ldsm_x4(b, ks + S::at(row, 2 * s + (lane >> 3)));
+        mma_bf16(sc[n], h0, b[0], b[1]);
+        mma_bf16(sc[n], l0, b[0], b[1]);
+        mma_bf16(sc[n], h1, b[2], b[3]);
+        mma_bf16(sc[n], l1, b[2], b[3]);
       }
     }
     float mx[2] = {-INFINITY, -INFINITY};
@@ -179,33 +206,8 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
 #pragma unroll
     for (int half = 0; half < 2; ++half) sum[half] = quad_sum(sum[half]);
 
-    // O = P V over the warp's 16 positions, one k16 step of S blocks 0 and 1. ldmatrix.trans matrix i:
-    // positions jw + 8 (i & 1) + (lane & 7), dims 8 (n + (i >> 1)).
-    float o[NB][4];
-#pragma unroll
-    for (int n = 0; n < NB; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    {
-      uint32_t ph[4], pl[4];
-      split_bf16x2(sc[0][0], sc[0][1], ph[0], pl[0]);
-      split_bf16x2(sc[0][2], sc[0][3], ph[1], pl[1]);
-      split_bf16x2(sc[1][0], sc[1][1], ph[2], pl[2]);
-      split_bf16x2(sc[1][2], sc[1][3], ph[3], pl[3]);
-      const int mi = lane >> 3;
-      const __nv_bfloat16* vrow = vs + (jw + 8 * (mi & 1) + (lane & 7)) * LD + 8 * (mi >> 1);
-#pragma unroll
-      for (int n = 0; n < NB; n += 2) {
-        uint32_t b[4];
-        ldsm_x4_trans(b, vrow + 8 * n);
-        mma_bf16(o[n], ph, b[0], b[1]);
-        mma_bf16(o[n], pl, b[0], b[1]);
-        mma_bf16(o[n + 1], ph, b[2], b[3]);
-        mma_bf16(o[n + 1], pl, b[2], b[3]);
-      }
-    }
-
-    // Merge the warps in warp order: M = max of the warps' maxima, each warp's part weighted by exp(m_w - M),
-    // kMergeRows vectors per round: every warp writes its weighted rows, then a thread per (vector, dim) adds
-    // them in warp order.
+    // The warps' (max, sum) for the merge: M = max of the warps' maxima, each warp's part weighted by
+    // exp(m_w - M).
     if (tig == 0) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -222,46 +224,90 @@ __global__ void __launch_bounds__(kThreads) attention_tc_kernel(AttentionParams 
       for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sML[(w * kM + m) * 2]);
       f[half] = mx[half] == -INFINITY ? 0.0f : expf(__fsub_rn(mx[half], M));
     }
+    uint32_t ph[4], pl[4];
+    split_bf16x2(sc[0][0], sc[0][1], ph[0], pl[0]);
+    split_bf16x2(sc[0][2], sc[0][3], ph[1], pl[1]);
+    split_bf16x2(sc[1][0], sc[1][1], ph[2], pl[2]);
+    split_bf16x2(sc[1][2], sc[1][3], ph[3], pl[3]);
+    const int mi = lane >> 3;
+    const int vrow = jw + 8 * (mi & 1) + (lane & 7);
     const int nv = min(kM, Q - c0);  // vectors of this chunk
-    for (int m0 = 0; m0 < nv; m0 += kMergeRows) {
+    // O = P V over the warp's 16 positions, one k16 step of S blocks 0 and 1 (ldmatrix.trans matrix i:
+    // positions jw + 8 (i & 1) + (lane & 7), dims 8 (n + (i >> 1))), in DP passes of HP dims each; after a
+    // pass the warps are merged in warp order, kMergeRows vectors a round: every warp writes its weighted
+    // rows, then a thread per (vector, dim) adds them in warp order.
+#pragma unroll 1
+    for (int dp = 0; dp < DP; ++dp) {
+      float o[NBP][4];
 #pragma unroll
-      for (int n = 0; n < NB; ++n)
+      for (int n = 0; n < NBP; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int m = gid + 8 * (e >> 1) - m0, d = 8 * n + 2 * tig + (e & 1);
-          if (m >= 0 && m < kMergeRows) merge[(warp * kMergeRows + m) * S::MLD + d] = __fmul_rn(o[n][e], f[e >> 1]);
-        }
-      __syncthreads();
-      for (int i = tid; i < kMergeRows * HD; i += kThreads) {
-        const int mr = i / HD, d = i - mr * HD, m = m0 + mr, qi = c0 + m;
-        if (m >= nv) break;
-        const int r = qi / G;
-        if (lim + r <= 0) continue;  // the vector's row ends before this split: never read
-        float acc = merge[mr * S::MLD + d];
-        for (int w = 1; w < kWarps; ++w) acc = __fadd_rn(acc, merge[(w * kMergeRows + mr) * S::MLD + d]);
-        const size_t cell = (size_t(row0 + r) * a.n_heads + size_t(g * G + qi % G)) * a.max_splits + split;
-        a.part_acc[cell * HD + d] = acc;
-        if (d == 0) {
-          float M = -INFINITY, L = 0.0f;
-          for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sML[(w * kM + m) * 2]);
-          for (int w = 0; w < kWarps; ++w) {
-            const float mw = sML[(w * kM + m) * 2];
-            if (mw != -INFINITY) L = __fadd_rn(L, __fmul_rn(sML[(w * kM + m) * 2 + 1], expf(__fsub_rn(mw, M))));
-          }
-          a.part_ml[cell * 2] = M;
-          a.part_ml[cell * 2 + 1] = L;
-        }
+      for (int n = 0; n < NBP; n += 2) {
+        uint32_t b[4];
+        ldsm_x4_trans(b, vs + S::at(vrow, (mi >> 1) + dp * NBP + n));
+        mma_bf16(o[n], ph, b[0], b[1]);
+        mma_bf16(o[n], pl, b[0], b[1]);
+        mma_bf16(o[n + 1], ph, b[2], b[3]);
+        mma_bf16(o[n + 1], pl, b[2], b[3]);
       }
-      __syncthreads();  // the merge buffer is rewritten next round
+      for (int m0 = 0; m0 < nv; m0 += kMergeRows) {
+#pragma unroll
+        for (int n = 0; n < NBP; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int m = gid + 8 * (e >> 1) - m0, d = 8 * n + 2 * tig + (e & 1);
+            if (m >= 0 && m < kMergeRows) merge[(warp * kMergeRows + m) * S::MLD + d] = __fmul_rn(o[n][e], f[e >> 1]);
+          }
+        __syncthreads();
+        for (int i = tid; i < kMergeRows * HP; i += kThreads) {
+          const int mr = i / HP, d = i - mr * HP, m = m0 + mr, qi = c0 + m;
+          if (m >= nv) break;
+          const int r = qi / G;
+          if (lim + r <= 0) continue;  // the vector's row ends before this split: never read
+          float acc = merge[mr * S::MLD + d];
+          for (int w = 1; w < kWarps; ++w) acc = __fadd_rn(acc, merge[(w * kMergeRows + mr) * S::MLD + d]);
+          const size_t cell = (size_t(row0 + r) * a.n_heads + size_t(g * G + qi % G)) * a.max_splits + split;
+          a.part_acc[cell * HD + dp * HP + d] = acc;
+          if (dp == 0 && d == 0) {
+            float M = -INFINITY, L = 0.0f;
+            for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sML[(w * kM + m) * 2]);
+            for (int w = 0; w < kWarps; ++w) {
+              const float mw = sML[(w * kM + m) * 2];
+              if (mw != -INFINITY) L = __fadd_rn(L, __fmul_rn(sML[(w * kM + m) * 2 + 1], expf(__fsub_rn(mw, M))));
+            }
+            a.part_ml[cell * 2] = M;
+            a.part_ml[cell * 2 + 1] = L;
+          }
+        }
+        __syncthreads();  // the merge buffer is rewritten next round
+      }
     }
     __syncthreads();  // the next chunk rewrites sML and the merge buffer
   }
 }
 
+template <int HD, bool kLean>
+void configure_one() {
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(Smem<HD, kLean>::bytes)));
+  // The lean layout counts on three blocks' shared memory on an SM: ask for the largest carveout.
+  if (kLean)
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean>,
+                                           cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+}
+
 template <int HD>
 void configure_hd() {
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(Smem<HD>::bytes)));
+  configure_one<HD, false>();
+  configure_one<HD, true>();
+}
+
+template <int HD>
+void launch_hd(const AttentionParams& a, dim3 grid, cudaStream_t stream) {
+  if (a.tc_lean)
+    launch_kernel(attention_tc_kernel<HD, true>, grid, kThreads, Smem<HD, true>::bytes, stream, a);
+  else
+    launch_kernel(attention_tc_kernel<HD, false>, grid, kThreads, Smem<HD, false>::bytes, stream, a);
 }
 
 }  // namespace
@@ -286,10 +332,8 @@ void launch_attention_tc(const AttentionParams& a, cudaStream_t stream) {
   if (a.kv.layer_offset % 8 != 0 || !aligned16(a.kv.k) || !aligned16(a.kv.v) || a.qkv_stride % 2 != 0)
     throw Error("cuda attention_tc: the KV arena or qkv rows are misaligned");
   const dim3 grid(a.grid_splits, a.n_kv_heads, a.max_tiles);
-  if (a.head_dim == 64)
-    launch_kernel(attention_tc_kernel<64>, grid, kThreads, Smem<64>::bytes, stream, a);
-  else
-    launch_kernel(attention_tc_kernel<128>, grid, kThreads, Smem<128>::bytes, stream, a);
+  if (a.head_dim == 64) launch_hd<64>(a, grid, stream);
+  else launch_hd<128>(a, grid, stream);
   STRATA_CUDA_CHECK_LAUNCH();
   launch_combine(a, stream);
 }

@@ -103,6 +103,7 @@ struct AttentionParams {
   float* part_ml = nullptr;         // [rows][n_heads][max_splits][2]
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
+  bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
 };
 
 size_t attention_smem_bytes(int head_dim);

@@ -216,6 +216,7 @@ class AttnFixture {
     ap.max_splits = max_splits;
     ap.grid_splits = grid_splits;
     ap.rows = rows;
+    ap.tc_lean = tc_lean;
     ap.part_acc = part_acc.p;
     ap.part_ml = part_ml.p;
     ap.out = out.p;
@@ -267,6 +268,7 @@ class AttnFixture {
   int hd, q_dim, kv_dim, stride;
   bool arena16 = false;  // run() reads the bf16 arena (a fixture made with bf16 only)
   bool tc = false;       // run() takes launch_attention_tc (needs arena16)
+  bool tc_lean = false;  // ... its lean variant
   bool row = false;      // run() takes launch_attention_row (one-row windows)
 
  private:
@@ -534,13 +536,16 @@ TEST_CASE("tensor-core attention on a bf16 arena matches the host reference: dec
   for (const AttnShape sh : {AttnShape{128, 32, 8, 6, 1024}, AttnShape{64, 32, 8, 6, 1024},
                              AttnShape{128, 8, 8, 6, 1024}, AttnShape{64, 8, 2, 6, 1024},
                              AttnShape{128, 16, 4, 6, 1024}, AttnShape{64, 32, 1, 6, 1024}}) {
-    AttnFixture f(sh, 1200u + unsigned(sh.head_dim + sh.n_heads), true);
-    f.arena16 = true;
-    f.tc = true;
-    INFO("hd " << sh.head_dim << ", heads " << sh.n_heads << "/" << sh.n_kv_heads);
-    check_reference(f, few);
-    check_reference(f, few, 5);
-    check_reference(f, big);
+    for (bool lean : {false, true}) {
+      AttnFixture f(sh, 1200u + unsigned(sh.head_dim + sh.n_heads), true);
+      f.arena16 = true;
+      f.tc = true;
+      f.tc_lean = lean;
+      INFO("hd " << sh.head_dim << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << (lean ? ", lean" : ""));
+      check_reference(f, few);
+      check_reference(f, few, 5);
+      check_reference(f, big);
+    }
   }
 }
 
