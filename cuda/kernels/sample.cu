@@ -4,7 +4,8 @@
 // - candidates: the top_k finite logits in the order (value descending, lower id first), found as top_k
 //   rounds of "the best item strictly after the previous one in that order" — the same set and order the
 //   host's nth_element + sort yields, whatever the reduction order;
-// - weights exp((z - z_max) / T) in double, top_p over their running sum, min_p against the top weight,
+// - weights exp((z - z_max) / T) in double, their total and the kept mass added in id order as the host's
+//   ChunkedSum adds them, top_p over their running sum in rank order, min_p against the top weight,
 //   normalization over the kept ones, the cumulative walk to u — one thread, in the host's order;
 // - u from Philox4x32-10 keyed by the seed, counter = the row's position.
 // The only possible difference is the last bit of a double exp (CUDA's versus the C library's), which moves a
@@ -377,11 +378,25 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   double w[kDeviceTopKMax];
   const double inv_t = 1.0 / double(temperature);
   const double z_max = cand_v[0];
-  double total = 0.0;
-  for (int i = 0; i < n; ++i) {
-    w[i] = exp((double(cand_v[i]) - z_max) * inv_t);
-    total += w[i];
+  for (int i = 0; i < n; ++i) w[i] = exp((double(cand_v[i]) - z_max) * inv_t);
+  // The host's whole-set sums run over the candidates in id order (chunked_sum.hpp; n <= 64 is one chunk):
+  // by_id[j] is the rank of the j-th candidate by id.
+  int by_id[kDeviceTopKMax];
+  for (int j = 0; j < n; ++j) {
+    int at = j;
+    while (at > 0 && cand_i[by_id[at - 1]] > cand_i[j]) {
+      by_id[at] = by_id[at - 1];
+      --at;
+    }
+    by_id[at] = j;
   }
+  auto id_order_sum = [&](int keep_ranks) {  // the weights of ranks [0, keep_ranks), added in id order
+    double lanes[32];
+    for (int l = 0; l < 32; ++l) lanes[l] = 0.0;
+    for (int j = 0; j < n; ++j) lanes[j & 31] += by_id[j] < keep_ranks ? w[by_id[j]] : 0.0;
+    return lane_butterfly(lanes);
+  };
+  const double total = id_order_sum(n);
   int keep = n;
   if (top_p < 1.0f) {
     const double target = double(top_p) * total;
@@ -399,8 +414,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
     while (m < keep && w[m] >= double(min_p)) ++m;
     keep = m > 1 ? m : 1;
   }
-  double kept = 0.0;
-  for (int i = 0; i < keep; ++i) kept += w[i];
+  const double kept = keep == n ? total : id_order_sum(keep);
   const double u = philox_uniform_dev(seed, uint64_t(pos));
   double cum = 0.0;
   int pick = cand_i[keep - 1];  // u within rounding of 1
