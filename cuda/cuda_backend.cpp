@@ -464,8 +464,8 @@ struct CudaBackend::Impl {
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     for (size_t k = 0; k < host_rows.size(); ++k)
       answers[size_t(host_rows[k])].logits = logits_host.get<float>() + k * size_t(V);
-    // A whole-vocabulary draw the device handed back (-1: its walk went past the ranks it ordered) is made
-    // here from the row's logits, fetched now (rare for a trained model's peaked distributions).
+    // A whole-vocabulary draw the device handed back (-1: a top_p cut past the ranks it ordered, ties
+    // overflowing its gather, or a non-finite logit) is made here from the row's logits, fetched now.
     std::vector<std::vector<float>> handed_back;
     handed_back.reserve(size_t(n_out));
     for (int i = 0; i < n_out; ++i) {

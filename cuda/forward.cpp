@@ -152,12 +152,16 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
                          ws.xn, in16, stream);
   }
   if (R == 0) return;
-  if (gemv) {  // R == 1: the window's one row
-    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits);
+  // The picks (and the device's logprobs of them) from the R rows of logits.
+  auto answer_rows = [&]() {
     launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
     launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
     if (ctx.device_logprobs)
       launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
+  };
+  if (gemv) {  // R == 1: the window's one row
+    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits);
+    answer_rows();
     return;
   }
   // Only rows that need an answer pay for the vocabulary projection. Windows on the skinny path keep it there
@@ -174,10 +178,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (fin16.split) launch_add(ws.logits, ws.logits + size_t(R) * V, size_t(R) * V, stream);
   } else
     launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.fin, R, ws.logits, stream);
-  launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
-  launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
-  if (ctx.device_logprobs)
-    launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
+  answer_rows();
 }
 
 }  // namespace cuda

@@ -16,16 +16,6 @@ constexpr int kDeviceSumChunks = kDeviceSampleMaxVocab / kSamplerSumChunk;
 // Chunk sums of f(i) over ids [0, vocab) in engine/sampling's ChunkedSum / LaneSum order (chunked_sum.hpp), a
 // warp per chunk: lane l adds ids l, l + 32, ... of the chunk in order, then the butterfly; chunk[c] gets
 // chunk c's sum. Every warp of the block calls it; f(i) returns the double to add (0.0 for none).
-// One thread's LaneSum::value() of 32 lane sums (the butterfly: lane l gets lane l + lane l ^ o, o = 16 .. 1).
-__device__ __forceinline__ double lane_butterfly(double (&v)[32]) {
-  for (int o = 16; o >= 1; o /= 2) {
-    double next[32];
-    for (int l = 0; l < 32; ++l) next[l] = v[l] + v[l ^ o];
-    for (int l = 0; l < 32; ++l) v[l] = next[l];
-  }
-  return v[0];
-}
-
 template <class F>
 __device__ __forceinline__ void warp_chunk_sums(int vocab, double* chunk, F&& f) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;

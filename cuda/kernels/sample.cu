@@ -31,6 +31,7 @@
 #include "cuda/kernels/rank_select.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
+#include "engine/sampling/chunked_sum.hpp"
 
 namespace strata {
 namespace cuda {
@@ -79,7 +80,9 @@ struct FullShared {
   float last_z;
   double kept_total, cum;  // the walk's state past the ordered ranks
   int pick, last_rest;
-  double walk[kSamplerSumChunk];  // the probabilities of the chunk the draw falls in (-1: not in the rest)
+  // The ranked candidates' weights, then their probabilities; past the ranks, those of the chunk the draw
+  // falls in (-1: not in the rest).
+  double walk[kSamplerSumChunk];
 };
 
 // Mode 2 for one row (the whole block). Writes picks[row] (a token, or -1 for the host).
@@ -391,10 +394,9 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
     by_id[at] = j;
   }
   auto id_order_sum = [&](int keep_ranks) {  // the weights of ranks [0, keep_ranks), added in id order
-    double lanes[32];
-    for (int l = 0; l < 32; ++l) lanes[l] = 0.0;
-    for (int j = 0; j < n; ++j) lanes[j & 31] += by_id[j] < keep_ranks ? w[by_id[j]] : 0.0;
-    return lane_butterfly(lanes);
+    LaneSum s;
+    for (int j = 0; j < n; ++j) s.add(j, by_id[j] < keep_ranks ? w[by_id[j]] : 0.0);
+    return s.value();
   };
   const double total = id_order_sum(n);
   int keep = n;

@@ -6,13 +6,20 @@
 #pragma once
 #include "engine/sampling/sampler.hpp"
 
+// LaneSum also runs in device code (cuda/kernels/sample.cu), one thread emulating the warp.
+#if defined(__CUDACC__)
+#define STRATA_HOST_DEVICE __host__ __device__
+#else
+#define STRATA_HOST_DEVICE
+#endif
+
 namespace strata {
 
 // One chunk's sum: add(i, w) for its values (i: the value's index in the chunk, or its id), then value().
 class LaneSum {
  public:
-  void add(int i, double w) { lane_[i & 31] += w; }
-  double value() const {
+  STRATA_HOST_DEVICE void add(int i, double w) { lane_[i & 31] += w; }
+  STRATA_HOST_DEVICE double value() const {
     double v[32];
     for (int l = 0; l < 32; ++l) v[l] = lane_[l];
     for (int o = 16; o >= 1; o /= 2) {
