@@ -182,7 +182,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean on|off] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -195,7 +195,7 @@ int run_bench_command(int argc, char** argv) {
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
-  bool attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
+  int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
@@ -230,7 +230,10 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_on_off(argv[++i], &fused_row_attention)) return usage(name);  // with the fused GEMV: a one-row
                                                                                // window's attention as one kernel
     } else if (!std::strcmp(argv[i], "--attention-tc-lean") && has_value) {
-      if (!parse_on_off(argv[++i], &attention_tc_lean)) return usage(name);  // the lean tensor-core attention
+      const std::string v = argv[++i];  // the lean tensor-core attention
+      if (v == "auto") attention_tc_lean = -1;
+      else if (bool on; parse_on_off(v.c_str(), &on)) attention_tc_lean = on ? 1 : 0;
+      else return usage(name);
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
       if (!parse_on_off(argv[++i], &fused_gemv)) return usage(name);  // one-row GEMM windows on the fused GEMV
                                                                       // instead of cuBLAS and the small kernels

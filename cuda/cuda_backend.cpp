@@ -318,7 +318,7 @@ struct CudaBackend::Impl {
     fwd.gemm_min_rows = opts.gemm_min_rows;
     fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
     fwd.attention_tc = opts.attention_tc;
-    fwd.attention_tc_lean = opts.attention_tc_lean;
+    fwd.attention_tc_lean = opts.attention_tc_lean < 0 ? cfg.head_dim == 128 : opts.attention_tc_lean != 0;
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;

@@ -62,8 +62,10 @@ struct CudaBackendOptions {
   // a row the bits of its single-row window in every window (the server's choice with speculation on).
   bool attention_tc = true;
   // The tensor-core attention's lean variant (q fragments loaded per k-step, unpadded swizzled K/V: three
-  // blocks an SM instead of two). Off until it has run on the GPU.
-  bool attention_tc_lean = false;
+  // blocks an SM instead of two). -1 (auto): on for head_dim 128, where it is faster (8B decode +4 % at 64
+  // rows, +5 % at 128), off for head_dim 64, where it is not (1B -3 %; docs/PERFORMANCE.md, run 21);
+  // 0 off, 1 on.
+  int attention_tc_lean = -1;
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;

@@ -71,7 +71,7 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
       go.split_gemm_max_rows = 256;
       go.fused_gemv = fused_gemv;
       go.fused_row_attention = row_attention;
-      go.attention_tc_lean = tc_lean;
+      go.attention_tc_lean = tc_lean ? 1 : 0;
       go.kv_cache_dtype = kv;
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) {
         CHECK_THROWS_WITH(CudaBackend(*model, go), Catch::Matchers::Contains("needs head_dim to be a multiple of 8"));
