@@ -182,7 +182,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -196,6 +196,7 @@ int run_bench_command(int argc, char** argv) {
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
   int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
+  bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
@@ -234,6 +235,8 @@ int run_bench_command(int argc, char** argv) {
       if (v == "auto") attention_tc_lean = -1;
       else if (bool on; parse_on_off(v.c_str(), &on)) attention_tc_lean = on ? 1 : 0;
       else return usage(name);
+    } else if (!std::strcmp(argv[i], "--gemm-autotune") && has_value) {
+      if (!parse_on_off(argv[++i], &gemm_autotune)) return usage(name);  // cuBLASLt algorithms timed per shape
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
       if (!parse_on_off(argv[++i], &fused_gemv)) return usage(name);  // one-row GEMM windows on the fused GEMV
                                                                       // instead of cuBLAS and the small kernels
@@ -280,6 +283,7 @@ int run_bench_command(int argc, char** argv) {
     o.fused_gemv = fused_gemv;
     o.fused_row_attention = fused_row_attention;
     o.attention_tc_lean = attention_tc_lean;
+    o.gemm_autotune = gemm_autotune;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
     const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;

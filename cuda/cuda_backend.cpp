@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/gemm.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/forward.hpp"
@@ -77,6 +79,7 @@ struct CudaBackend::Impl {
   std::string name;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
+  std::unique_ptr<cuda::Gemm> gemm;  // after cublas_ws, which it uses
   cuda::DeviceWeights weights;
   cuda::DeviceBuffer rope_cos, rope_sin, workspace, cublas_ws, kv_k, kv_v, table_dev;
   cuda::PinnedBuffer meta_host, picks_host, table_host;
@@ -123,6 +126,7 @@ struct CudaBackend::Impl {
 
   void destroy_handles() {
     graphs.clear();
+    gemm.reset();
     if (cublas) cublasDestroy(cublas);
     if (stream) cudaStreamDestroy(stream);
     cublas = nullptr;
@@ -239,10 +243,11 @@ struct CudaBackend::Impl {
     STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
+    gemm = std::make_unique<cuda::Gemm>(cublas, stream, cublas_ws.get(), cublas_ws.bytes(), opts.gemm_autotune);
     meta_host = cuda::PinnedBuffer(meta_words(T, R) * 4, "window metadata");
     picks_host = cuda::PinnedBuffer(R * 4, "picks");
     logprobs_host = cuda::PinnedBuffer(R * size_t(cuda::kLogprobWords) * 4, "device logprobs");
-    mem.workspace_bytes = total + cublas_ws.bytes() + rope_cos.bytes() + rope_sin.bytes();
+    mem.workspace_bytes = total + cublas_ws.bytes() + gemm->flush_bytes() + rope_cos.bytes() + rope_sin.bytes();
   }
 
   // The KV pool is allocated once: K and V each [layer][cell][kv_dim] fp32 with (num_blocks + 1) x block_size
@@ -314,7 +319,7 @@ struct CudaBackend::Impl {
     fwd.kv_layer_stride = size_t(n + 1) * size_t(bs) * size_t(kv_dim());
     fwd.rope_cos = rope_cos.get<float>();
     fwd.rope_sin = rope_sin.get<float>();
-    fwd.cublas = cublas;
+    fwd.gemm = gemm.get();
     fwd.gemm_min_rows = opts.gemm_min_rows;
     fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
     fwd.attention_tc = opts.attention_tc;

@@ -57,6 +57,9 @@ struct CudaBackendOptions {
   // larger windows pass bf16 activations alone. The split costs 1 % of 8B decode at one row, 3 % at 8 and 6 %
   // at 64 (docs/PERFORMANCE.md, run 11).
   int split_gemm_max_rows = 16;
+  // bf16 GEMMs on cuBLASLt with the algorithm timed per shape the first time it runs (gemm.hpp); false: cuBLAS's
+  // default choice (cublasGemmEx).
+  bool gemm_autotune = true;
   // Windows on the GEMM path that flash attention does not take (decode batches) use the tensor-core
   // attention kernel when the arena is bf16. false keeps the fixed-order kernels there too, so attention gives
   // a row the bits of its single-row window in every window (the server's choice with speculation on).

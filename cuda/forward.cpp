@@ -40,7 +40,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   auto rem = [&](const float* y, int n) -> const float* { return split ? y + size_t(T) * size_t(n) : nullptr; };
   auto matmul = [&](const DeviceMatrix& m, const float* x, float* y) {
     if (use_gemm)
-      gemm(ctx.cublas, m, want16 ? static_cast<const void*>(ws.in16) : static_cast<const void*>(x), split ? 2 * T : T,
+      ctx.gemm->run(m, want16 ? static_cast<const void*>(ws.in16) : static_cast<const void*>(x), split ? 2 * T : T,
            y);
     else
       launch_matvec(m.ptr, m.type, m.rows, m.cols, x, T, y, stream);
@@ -172,7 +172,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, fin16,
                      stream);
   if (gemm_head) {
-    gemm(ctx.cublas, w.output, fin16.p ? static_cast<const void*>(fin16.p) : static_cast<const void*>(ws.fin),
+    ctx.gemm->run(w.output, fin16.p ? static_cast<const void*>(fin16.p) : static_cast<const void*>(ws.fin),
          fin16.split ? 2 * R : R, ws.logits);
     const size_t V = size_t(w.output.rows);
     if (fin16.split) launch_add(ws.logits, ws.logits + size_t(R) * V, size_t(R) * V, stream);

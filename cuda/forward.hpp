@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/device_weights.hpp"
+#include "cuda/gemm.hpp"
 #include "cuda/window_meta.hpp"
 #include "engine/model/model_config.hpp"
 
@@ -42,7 +43,7 @@ struct ForwardContext {
   size_t kv_layer_stride = 0;  // floats per layer: cells x kv_dim
   const float* rope_cos = nullptr;
   const float* rope_sin = nullptr;
-  cublasHandle_t cublas = nullptr;
+  Gemm* gemm = nullptr;      // the window's cuBLAS matmuls (gemm.hpp)
   int gemm_min_rows = 65;
   int split_gemm_max_rows = 0;  // GEMM windows of up to this many rows split their activations (forward.cpp)
   bool attention_tc = true;     // CudaBackendOptions::attention_tc

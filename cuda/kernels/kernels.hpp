@@ -38,6 +38,8 @@ void launch_add_rmsnorm(float* x, const float* delta, const float* delta_rem, co
 
 // y[i] += b[i] for i < n: the split GEMM's logits (hi products plus remainder products).
 void launch_add(float* y, const float* b, size_t n, cudaStream_t stream);
+// Reads bytes (a multiple of 16) of p and leaves them as they were (gemm.cpp flushes the L2 with it).
+void launch_read(void* p, size_t bytes, cudaStream_t stream);
 
 // How the KV arena stores K and V: fp32, or bf16 (half the bytes; the values are rounded once when stored
 // and read back exactly, so every kernel computes on the same fp32 values whichever reads them).

@@ -39,7 +39,24 @@ __global__ void add_kernel(float* __restrict__ y, const float* __restrict__ b, s
     y[i] = __fadd_rn(y[i], b[i]);
 }
 
+// Reads every 16-byte word (the xor of them lands in the buffer only on an impossible match, so the loads
+// stay): the GEMM autotuner's L2 flush, which leaves no dirty lines to write back during the timed GEMM.
+__global__ void read_kernel(uint4* __restrict__ p, size_t n, unsigned magic) {
+  unsigned acc = 0;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == magic) p[0].x = acc;
+}
+
 }  // namespace
+
+void launch_read(void* p, size_t bytes, cudaStream_t stream) {
+  if (bytes < 16) return;
+  read_kernel<<<1024, 256, 0, stream>>>(static_cast<uint4*>(p), bytes / 16, 0x9e3779b9u);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
 
 void launch_swiglu(const float* gu, const float* gu_rem, int rows, int ff, float* act, Bf16Out act16,
                    cudaStream_t stream) {
