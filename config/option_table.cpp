@@ -198,6 +198,11 @@ std::vector<OptionSpec> make_table() {
                    "CUDA: run every window through the fixed-order kernels, so a request's tokens do not depend on "
                    "the other requests in its windows or on its prompt's chunking (batch windows get slower)",
                    kScopeModel, [](Config& c) -> bool& { return c.backend.batch_invariant; }));
+  t.push_back(flag("gemm-autotune", M,
+                   "CUDA: time cuBLASLt's algorithms for each GEMM shape on its first window and keep the fastest "
+                   "(1-3 % on batch windows); --gemm-autotune=false keeps cuBLAS's default, the same in every "
+                   "process",
+                   kScopeModel, [](Config& c) -> bool& { return c.backend.gemm_autotune; }));
   t.push_back(choice<KvDType>("kv-cache-dtype", M,
                               "What the KV cache stores: bf16 (half the memory, each K/V value rounded once) or f32; "
                               "auto = bf16 on CUDA, f32 on the CPU backend",

@@ -38,6 +38,7 @@ struct BackendShape {
   double kv_cache_gb = 0.0;          // CUDA
   double gpu_memory_fraction = 0.0;  // CUDA
   bool batch_invariant = false;      // CUDA: fixed-order kernels for every window
+  bool gemm_autotune = true;         // CUDA: CudaBackendOptions::gemm_autotune
   bool exact_verify = false;         // CUDA: speculation verifies drafts, so windows of up to 16 rows must give
                                      // a row the bits of a single-row window (the skinny kernel)
   KvDType kv_cache_dtype = KvDType::Auto;
@@ -87,6 +88,7 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     // rows (a batch of slots with drafts) differs from plain decoding in its matmuls only; bit-exact output in
     // such batches needs --batch-invariant (docs/OPERATIONS.md).
     opts.attention_tc = !shape.exact_verify;
+    opts.gemm_autotune = shape.gemm_autotune;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #else
@@ -169,6 +171,7 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
     shape.kv_blocks = std::max(1, static_cast<int>(std::min(config.backend.kv_cache_gb * 1e9 / block_bytes, 1e9)));
   }
   shape.batch_invariant = config.backend.batch_invariant;
+  shape.gemm_autotune = config.backend.gemm_autotune;
   shape.exact_verify = exact_verify.value_or(config.engine.speculation.mode != SpeculationMode::Off);
   return backend_factory_for(runtime.model, runtime.device, shape);
 }

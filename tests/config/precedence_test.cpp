@@ -109,6 +109,10 @@ TEST_CASE("a bare flag means true and --flag=false turns it off again") {
   CHECK(build({"--enable-debug-faults"}).config.faults.enable);
   CHECK_FALSE(build({"--enable-debug-faults=false"}, {{"STRATA_ENABLE_DEBUG_FAULTS", "1"}}).config.faults.enable);
   CHECK(build({}, {{"STRATA_ENABLE_DEBUG_FAULTS", "yes"}}).config.faults.enable);
+  // A flag whose default is true: CUDA's GEMM autotune, off for a process that must round as every other.
+  CHECK(build({}).config.backend.gemm_autotune);
+  CHECK_FALSE(build({"--gemm-autotune=false"}).config.backend.gemm_autotune);
+  CHECK_FALSE(build({}, {{"STRATA_GEMM_AUTOTUNE", "0"}}).config.backend.gemm_autotune);
 }
 
 TEST_CASE("a subcommand's scope leaves other options out of the CLI but tolerates them in a shared YAML file") {
