@@ -325,6 +325,7 @@ struct CudaBackend::Impl {
     fwd.attention_tc = opts.attention_tc;
     fwd.attention_tc_lean = opts.attention_tc_lean < 0 ? cfg.head_dim == 128 : opts.attention_tc_lean != 0;
     fwd.fused_gemv = opts.fused_gemv;
+    fwd.gemv_stream_x = opts.gemv_stream_x;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;
   }

@@ -72,6 +72,10 @@ struct CudaBackendOptions {
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;
+  // The fused GEMV reads its activations from global memory (L1) as it consumes them instead of staging them
+  // in shared memory first, the norm applied as one scale at the end (kernels/gemv.cu). Off until it has run
+  // on the GPU.
+  bool gemv_stream_x = false;
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   bool fused_row_attention = false;

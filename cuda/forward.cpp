@@ -66,6 +66,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
+    g.stream_x = ctx.gemv_stream_x;
     launch_gemv(g, stream);
   };
 

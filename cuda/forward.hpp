@@ -49,6 +49,7 @@ struct ForwardContext {
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
   bool attention_tc_lean = false;  // CudaBackendOptions::attention_tc_lean
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
+  bool gemv_stream_x = false;   // CudaBackendOptions::gemv_stream_x
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
 };

@@ -8,8 +8,15 @@
 // weight loads go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps
 // its tail.
 //
+// kStream (GemvParams::stream_x) reads the activations where they are instead of staging them: each lane
+// loads its eight elements of a chunk from global memory when it consumes the chunk (L1 hits after the
+// first warp of an SM), so a block starts on its weights as soon as pdl_wait() returns, with no staging pass,
+// block reduction or barrier in front. The norm then rides outside the sums: the dot product runs over
+// norm * x and is scaled once by 1 / rms at the end, the sum of squares taken by each warp over its first
+// task's reads (every task reads all of x).
+//
 // Sums: a lane's FMAs over its chunks in k order, then a butterfly over the warp; the norm's sum of squares
-// is fixed by k and the block size. So the result depends on the shapes alone (deterministic), though not
+// is fixed by k and the block size (kStream: by k). So the result depends on the shapes alone (deterministic), though not
 // the skinny kernel's bits: windows that must match other windows bit for bit never come here.
 #include <cuda_bf16.h>
 
@@ -48,7 +55,7 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 }
 
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j).
-template <int NR, GemvEpilogue EP, bool NORM>
+template <int NR, GemvEpilogue EP, bool NORM, bool kStream>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
   extern __shared__ float4 xs[];  // chunks * 64 float4s
   __shared__ float scratch[32];
@@ -84,7 +91,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   const int groups = chunks * (kChunk / 4), real = k / 4;
   const float4* x4 = reinterpret_cast<const float4*>(p.x);
   float ss = 0.0f;
-  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+  for (int g = threadIdx.x; g < groups && !kStream; g += blockDim.x) {
     const float4 v = g < real ? x4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (NORM) {
       ss = fmaf(v.x, v.x, ss);
@@ -94,7 +101,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     }
     xs[permuted(g)] = v;
   }
-  if (NORM) {
+  if (NORM && !kStream) {
     const float total_ss = block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total_ss, float(k)), p.eps));
     const float4* n4 = reinterpret_cast<const float4*>(p.norm);
@@ -105,7 +112,9 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
                       __fmul_rn(nw.z, __fmul_rn(v.z, inv)), __fmul_rn(nw.w, __fmul_rn(v.w, inv)));
     }
   }
-  __syncthreads();
+  if (!kStream) __syncthreads();
+  const float4* n4 = reinterpret_cast<const float4*>(p.norm);
+  float inv = 1.0f;  // kStream with NORM: 1 / rms, known once the warp's first task is summed
 
   float acc[NR];
 #pragma unroll
@@ -116,7 +125,25 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     for (int u = 0; u < U; ++u) {
       const int c = st * U + u;
       if (c < chunks) {
-        const float4 a0 = xs[c * 64 + lane], a1 = xs[c * 64 + 32 + lane];
+        float4 a0, a1;
+        if (kStream) {
+          const int e = (c * 32 + lane) * 8;  // this lane's eight elements; zeros past k (as its weights)
+          const int g = e / 4;
+          a0 = e < k ? x4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          a1 = e < k ? x4[g + 1] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          if (NORM) {
+            if (task == t0) {
+              ss = fmaf(a0.x, a0.x, ss), ss = fmaf(a0.y, a0.y, ss), ss = fmaf(a0.z, a0.z, ss), ss = fmaf(a0.w, a0.w, ss);
+              ss = fmaf(a1.x, a1.x, ss), ss = fmaf(a1.y, a1.y, ss), ss = fmaf(a1.z, a1.z, ss), ss = fmaf(a1.w, a1.w, ss);
+            }
+            const float4 m0 = e < k ? n4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            const float4 m1 = e < k ? n4[g + 1] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            a0 = make_float4(__fmul_rn(m0.x, a0.x), __fmul_rn(m0.y, a0.y), __fmul_rn(m0.z, a0.z), __fmul_rn(m0.w, a0.w));
+            a1 = make_float4(__fmul_rn(m1.x, a1.x), __fmul_rn(m1.y, a1.y), __fmul_rn(m1.z, a1.z), __fmul_rn(m1.w, a1.w));
+          }
+        } else {
+          a0 = xs[c * 64 + lane], a1 = xs[c * 64 + 32 + lane];
+        }
 #pragma unroll
         for (int r = 0; r < NR; ++r) acc[r] = dot8(b[r][u], a0, a1, acc[r]);
       }
@@ -124,6 +151,11 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     if (st != steps - 1) return;
 #pragma unroll
     for (int r = 0; r < NR; ++r) acc[r] = warp_sum(acc[r]);
+    if (kStream && NORM) {
+      if (task == t0) inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(warp_sum(ss), float(k)), p.eps));
+#pragma unroll
+      for (int r = 0; r < NR; ++r) acc[r] = __fmul_rn(acc[r], inv);
+    }
     if (lane == 0) {
       if (EP == GemvEpilogue::Store) {
         p.y[task] = acc[0];
@@ -151,7 +183,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
 
-template <int NR, GemvEpilogue EP, bool NORM>
+template <int NR, GemvEpilogue EP, bool NORM, bool kStream>
 void launch_one(const GemvParams& p, cudaStream_t stream) {
   static int sms = [] {
     int dev = 0, n = 0;
@@ -159,19 +191,30 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
     STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
   }();
-  const size_t smem = smem_for(p.k);
+  const size_t smem = kStream ? 0 : smem_for(p.k);
   const int per_sm = smem <= kSmemTwoBlocks ? kBlocksPerSm : 1;
   const int warps = sms * per_sm * kWarps;
   const int tpw = (p.n + warps - 1) / warps;
   const int blocks = (p.n + kWarps * tpw - 1) / (kWarps * tpw);
-  launch_kernel(gemv_kernel<NR, EP, NORM>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, tpw);
+  launch_kernel(gemv_kernel<NR, EP, NORM, kStream>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, tpw);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
 template <int NR, GemvEpilogue EP, bool NORM>
 void configure_one() {
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(2 * kSmemTwoBlocks)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, false>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(2 * kSmemTwoBlocks)));
+  // The streaming variant stages nothing: the SM's memory goes to L1, where its activations are read.
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, true>,
+                                         cudaFuncAttributePreferredSharedMemoryCarveout, 0));
+}
+
+template <int NR, GemvEpilogue EP, bool NORM>
+void launch_variant(const GemvParams& p, cudaStream_t stream) {
+  if (p.stream_x)
+    launch_one<NR, EP, NORM, true>(p, stream);
+  else
+    launch_one<NR, EP, NORM, false>(p, stream);
 }
 
 }  // namespace
@@ -193,15 +236,15 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   const bool norm = p.norm != nullptr;
   switch (p.ep) {
     case GemvEpilogue::Store:
-      norm ? launch_one<1, GemvEpilogue::Store, true>(p, stream) : launch_one<1, GemvEpilogue::Store, false>(p, stream);
+      norm ? launch_variant<1, GemvEpilogue::Store, true>(p, stream) : launch_variant<1, GemvEpilogue::Store, false>(p, stream);
       break;
     case GemvEpilogue::Residual:
       if (norm) throw Error("gemv: the residual epilogue takes no input norm");
-      launch_one<1, GemvEpilogue::Residual, false>(p, stream);
+      launch_variant<1, GemvEpilogue::Residual, false>(p, stream);
       break;
     case GemvEpilogue::Swiglu:
-      norm ? launch_one<2, GemvEpilogue::Swiglu, true>(p, stream)
-           : launch_one<2, GemvEpilogue::Swiglu, false>(p, stream);
+      norm ? launch_variant<2, GemvEpilogue::Swiglu, true>(p, stream)
+           : launch_variant<2, GemvEpilogue::Swiglu, false>(p, stream);
       break;
   }
 }

@@ -175,6 +175,7 @@ struct GemvParams {
   GemvEpilogue ep = GemvEpilogue::Store;
   const float* bias = nullptr;  // Residual only, [n] or null
   float* y = nullptr;
+  bool stream_x = false;  // read x from global memory as it is consumed instead of staging it (gemv.cu)
 };
 // k a multiple of 8, short enough for the staged row (about 56k floats).
 bool gemv_supports(int k);

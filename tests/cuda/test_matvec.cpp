@@ -148,7 +148,7 @@ struct GemvCase {
   GemvEpilogue ep;
 };
 
-void check_gemv(const GemvCase& gc, std::mt19937& rng, cudaStream_t st) {
+void check_gemv(const GemvCase& gc, bool stream_x, std::mt19937& rng, cudaStream_t st) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const int rows_w = gc.ep == GemvEpilogue::Swiglu ? 2 * gc.n : gc.n;
   std::vector<uint16_t> wb(size_t(rows_w) * gc.k);
@@ -188,10 +188,12 @@ void check_gemv(const GemvCase& gc, std::mt19937& rng, cudaStream_t st) {
   p.ep = gc.ep;
   p.bias = gc.ep == GemvEpilogue::Residual ? db.get<float>() : nullptr;
   p.y = dy.get<float>();
+  p.stream_x = stream_x;
   launch_gemv(p, st);
   REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
   const std::vector<float> got = download(dy, gc.n);
-  INFO("n " << gc.n << " k " << gc.k << " norm " << gc.norm << " epilogue " << int(gc.ep));
+  INFO("n " << gc.n << " k " << gc.k << " norm " << gc.norm << " epilogue " << int(gc.ep) << " stream_x "
+            << stream_x);
   for (int j = 0; j < gc.n; ++j) {
     double mag = 0, want = 0, tol = 0;
     const double s = dot(j, &mag);
@@ -223,7 +225,8 @@ void check_gemv(const GemvCase& gc, std::mt19937& rng, cudaStream_t st) {
 
 }  // namespace
 
-TEST_CASE("the fused GEMV matches a host reference for every epilogue, with and without the input norm") {
+TEST_CASE("the fused GEMV matches a host reference for every epilogue, with and without the input norm, "
+          "staged or streamed activations") {
   REQUIRE(CudaBackend::device_count() > 0);
   cudaStream_t st = nullptr;
   REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
@@ -237,7 +240,8 @@ TEST_CASE("the fused GEMV matches a host reference for every epilogue, with and 
       {4096, 14336, false, GemvEpilogue::Residual}, {200, 264, true, GemvEpilogue::Swiglu},
       {3000, 2048, false, GemvEpilogue::Swiglu},
   };
-  for (const GemvCase& gc : cases) check_gemv(gc, rng, st);
+  for (bool stream_x : {false, true})
+    for (const GemvCase& gc : cases) check_gemv(gc, stream_x, rng, st);
   cudaStreamDestroy(st);
 }
 
