@@ -9,7 +9,8 @@
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
 #   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft);
 #   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes). BENCH_EXTRA adds
-#   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1).
+#   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
+#   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512).
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
@@ -66,7 +67,7 @@ for step in $steps; do
       node=$(command -v node || true)
       if [ -z "$node" ]; then xz -dc .devcarry/node.xz >/tmp/node && chmod +x /tmp/node && node=/tmp/node; fi
       LD_LIBRARY_PATH="$libs" "$bin/strata" serve --model /tmp/llama-$shape --device cuda --port 18081 \
-        --max-slots 128 --ctx-size 1024 --max-queued 4096 $extra >"$out/serve_$step.log" 2>&1 &
+        --max-slots 128 --ctx-size 1024 --max-queued 4096 $extra ${SERVE_EXTRA:-} >"$out/serve_$step.log" 2>&1 &
       pid=$!
       for i in $(seq 240); do curl -sf localhost:18081/ready >/dev/null && break; kill -0 $pid || break; sleep 0.5; done
       # Concurrency 1 with 8 requests (a 128-request run would take minutes at 8B), then the rest with 128 each.
