@@ -69,6 +69,9 @@ struct CudaBackendOptions {
   // rows, +5 % at 128), off for head_dim 64, where it is not (1B -3 %; docs/PERFORMANCE.md, run 21);
   // 0 off, 1 on.
   int attention_tc_lean = -1;
+  // The tensor-core attention merges its splits in its last block of each tile and KV head (the combine
+  // kernel's code and bits) instead of launching the combine kernel after it. Off until it has run on the GPU.
+  bool attention_fused_merge = false;
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;

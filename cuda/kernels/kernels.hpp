@@ -106,6 +106,10 @@ struct AttentionParams {
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
   bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
+  // launch_attention_tc: [max_tiles][n_kv_heads] counters, zero between launches (the kernel leaves them so):
+  // the last block of each (tile, KV head) merges its splits itself and no combine kernel runs. Null: the
+  // combine kernel merges.
+  int* merge_counters = nullptr;
 };
 
 size_t attention_smem_bytes(int head_dim);
