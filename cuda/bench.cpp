@@ -183,7 +183,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--gemv-stream-x on|off] [--attention-fused-merge on|off] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--gemv-stream-x on|off] [--attention-fused-merge on|off] [--gemv-fused-rope on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -200,6 +200,7 @@ int run_bench_command(int argc, char** argv) {
   bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
   bool gemv_stream_x = CudaBackendOptions{}.gemv_stream_x;
   bool attention_fused_merge = CudaBackendOptions{}.attention_fused_merge;
+  bool gemv_fused_rope = CudaBackendOptions{}.gemv_fused_rope;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
@@ -238,6 +239,8 @@ int run_bench_command(int argc, char** argv) {
       if (v == "auto") attention_tc_lean = -1;
       else if (bool on; parse_on_off(v.c_str(), &on)) attention_tc_lean = on ? 1 : 0;
       else return usage(name);
+    } else if (!std::strcmp(argv[i], "--gemv-fused-rope") && has_value) {
+      if (!parse_on_off(argv[++i], &gemv_fused_rope)) return usage(name);  // RoPE + K/V store in the q/k/v GEMV
     } else if (!std::strcmp(argv[i], "--attention-fused-merge") && has_value) {
       if (!parse_on_off(argv[++i], &attention_fused_merge)) return usage(name);  // no combine kernel
     } else if (!std::strcmp(argv[i], "--gemv-stream-x") && has_value) {
@@ -293,6 +296,7 @@ int run_bench_command(int argc, char** argv) {
     o.gemm_autotune = gemm_autotune;
     o.gemv_stream_x = gemv_stream_x;
     o.attention_fused_merge = attention_fused_merge;
+    o.gemv_fused_rope = gemv_fused_rope;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
     const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;

@@ -329,6 +329,7 @@ struct CudaBackend::Impl {
     fwd.attention_fused_merge = opts.attention_fused_merge;
     fwd.fused_gemv = opts.fused_gemv;
     fwd.gemv_stream_x = opts.gemv_stream_x;
+    fwd.gemv_fused_rope = opts.gemv_fused_rope;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;
   }

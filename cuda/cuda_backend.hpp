@@ -79,6 +79,9 @@ struct CudaBackendOptions {
   // in shared memory first, the norm applied as one scale at the end (kernels/gemv.cu). Off until it has run
   // on the GPU.
   bool gemv_stream_x = false;
+  // The q/k/v GEMV of a one-row window does RoPE and the K/V store in its epilogue (models without q/k
+  // norms; launch_qkv_rope's bits), one launch a layer fewer. Off until it has run on the GPU.
+  bool gemv_fused_rope = false;
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   bool fused_row_attention = false;

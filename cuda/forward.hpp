@@ -52,6 +52,7 @@ struct ForwardContext {
   bool attention_fused_merge = false;  // CudaBackendOptions::attention_fused_merge
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
   bool gemv_stream_x = false;   // CudaBackendOptions::gemv_stream_x
+  bool gemv_fused_rope = false;  // CudaBackendOptions::gemv_fused_rope
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
 };

@@ -4,7 +4,8 @@
 // lane in flight; the fp32 activation row sits in shared memory, staged once per block (and RMS-normed there
 // when the sub-layer starts with a norm, so the norm is no kernel of its own), in a layout that gives every
 // lane its eight elements as two conflict-free 16-byte reads. The sub-layer's end rides in the epilogue: the
-// residual add (o and down projections), or SwiGLU on the gate and up rows of one task. Both buffers' first
+// residual add (o and down projections), SwiGLU on the gate and up rows of one task, or (QkvRope) RoPE on
+// the q and k heads and the K/V store, from the two rows of a rotation pair that one warp sums. Both buffers' first
 // weight loads go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps
 // its tail.
 //
@@ -25,7 +26,9 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/kv_access.cuh"
 #include "cuda/kernels/launch.cuh"
+#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -54,6 +57,13 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   return acc;
 }
 
+// QkvRope's task order: tasks 2m and 2m + 1 are rows i and i + hd / 2 of head m / (hd / 2) (i = m mod hd / 2),
+// so a warp (an even number of tasks) holds both halves of every pair it rotates.
+__device__ __forceinline__ int qkv_row_of(int task, int hd) {
+  const int half = hd / 2, m = task >> 1;
+  return (m / half) * hd + m % half + ((task & 1) ? half : 0);
+}
+
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j).
 template <int NR, GemvEpilogue EP, bool NORM, bool kStream>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
@@ -71,9 +81,10 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 
   auto issue = [&](int s, uint4(&b)[NR][U]) {
     const int task = t0 + s / steps, st = s % steps;
+    const int out_row = EP == GemvEpilogue::QkvRope ? qkv_row_of(task, p.rope.head_dim) : task;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
-      const __nv_bfloat16* row = w + (size_t(task) + (r ? size_t(p.n) : 0)) * size_t(k);
+      const __nv_bfloat16* row = w + (size_t(out_row) + (r ? size_t(p.n) : 0)) * size_t(k);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int e = ((st * U + u) * 32 + lane) * 8;
@@ -119,6 +130,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   float acc[NR];
 #pragma unroll
   for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
+  float pair_first = 0.0f;  // QkvRope: the first half of the pair being summed (lane 0)
   auto consume = [&](int s, const uint4(&b)[NR][U]) {
     const int task = t0 + s / steps, st = s % steps;
 #pragma unroll
@@ -162,6 +174,33 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
       } else if (EP == GemvEpilogue::Residual) {
         const float d = p.bias ? __fadd_rn(acc[0], p.bias[task]) : acc[0];
         p.y[task] = __fadd_rn(p.y[task], d);
+      } else if (EP == GemvEpilogue::QkvRope) {
+        const QkvRopeParams& q = p.rope;
+        const int hd = q.head_dim, half = hd / 2, row = qkv_row_of(task, hd);
+        const float v = q.bias ? __fadd_rn(acc[0], q.bias[row]) : acc[0];
+        if ((task & 1) == 0) {
+          pair_first = v;
+        } else {
+          const int head = row / hd, i = row - head * hd - half;  // this is row i + half of the head
+          const bool is_q = head < q.n_heads, is_k = !is_q && head < q.n_heads + q.n_kv_heads;
+          const int pos = q.pos[0];
+          float lo = pair_first, hi = v;
+          if (is_q || is_k) {  // prepare_heads' rotation, to the bit
+            const float c = q.cos[size_t(pos) * half + i], sn = q.sin[size_t(pos) * half + i];
+            lo = __fsub_rn(__fmul_rn(pair_first, c), __fmul_rn(v, sn));
+            hi = __fadd_rn(__fmul_rn(v, c), __fmul_rn(pair_first, sn));
+          }
+          if (is_q) {
+            p.y[row - half] = lo;
+            p.y[row] = hi;
+          } else {
+            void* base = is_k ? q.kv.k : q.kv.v;
+            const size_t at = kv_offset(q.kv, q.slot[0], pos) +
+                              size_t(head - q.n_heads - (is_k ? 0 : q.n_kv_heads)) * size_t(hd);
+            store_kv(q.kv, base, at + i, lo);
+            store_kv(q.kv, base, at + i + half, hi);
+          }
+        }
       } else {
         const float g = acc[0], u = acc[NR - 1];
         p.y[task] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
@@ -194,7 +233,8 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
   const size_t smem = kStream ? 0 : smem_for(p.k);
   const int per_sm = smem <= kSmemTwoBlocks ? kBlocksPerSm : 1;
   const int warps = sms * per_sm * kWarps;
-  const int tpw = (p.n + warps - 1) / warps;
+  int tpw = (p.n + warps - 1) / warps;
+  if (EP == GemvEpilogue::QkvRope) tpw += tpw & 1;  // whole pairs in every warp
   const int blocks = (p.n + kWarps * tpw - 1) / (kWarps * tpw);
   launch_kernel(gemv_kernel<NR, EP, NORM, kStream>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, tpw);
   STRATA_CUDA_CHECK_LAUNCH();
@@ -227,6 +267,8 @@ void configure_gemv() {
   configure_one<1, GemvEpilogue::Residual, false>();
   configure_one<2, GemvEpilogue::Swiglu, true>();
   configure_one<2, GemvEpilogue::Swiglu, false>();
+  configure_one<1, GemvEpilogue::QkvRope, true>();
+  configure_one<1, GemvEpilogue::QkvRope, false>();
 }
 
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
@@ -246,6 +288,15 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
       norm ? launch_variant<2, GemvEpilogue::Swiglu, true>(p, stream)
            : launch_variant<2, GemvEpilogue::Swiglu, false>(p, stream);
       break;
+    case GemvEpilogue::QkvRope: {
+      const QkvRopeParams& q = p.rope;
+      if (q.head_dim <= 0 || q.head_dim % 2 != 0 || p.n != (q.n_heads + 2 * q.n_kv_heads) * q.head_dim)
+        throw Error("gemv: the q/k/v epilogue needs n = (heads + 2 kv heads) x an even head_dim");
+      if (q.q_norm || q.k_norm || q.qkv_rem) throw Error("gemv: the q/k/v epilogue takes no q/k norms");
+      norm ? launch_variant<1, GemvEpilogue::QkvRope, true>(p, stream)
+           : launch_variant<1, GemvEpilogue::QkvRope, false>(p, stream);
+      break;
+    }
   }
 }
 

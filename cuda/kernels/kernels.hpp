@@ -169,7 +169,11 @@ void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x,
 // - Store: y[j] = (W x)[j]; Residual: y is the residual row, y[j] = y[j] + ((W x)[j] + bias[j]) (bias
 //   optional); Swiglu: y[j] = silu(gate_j) * up_j, rounded as launch_swiglu rounds it.
 // Deterministic for the shapes, but not the skinny kernel's bits (windows that must match go there).
-enum class GemvEpilogue { Store, Residual, Swiglu };
+// - QkvRope (the q/k/v projection, models without q/k norms): the outputs are q | k | v heads of
+//   rope.head_dim; each (i, i + head_dim / 2) pair is rotated as launch_qkv_rope rotates it (bias first), q
+//   goes to y, k and v into the KV arena at the row's slot and position: launch_qkv_rope's bits without
+//   its launch.
+enum class GemvEpilogue { Store, Residual, Swiglu, QkvRope };
 struct GemvParams {
   const void* w = nullptr;
   int n = 0, k = 0;
@@ -180,6 +184,7 @@ struct GemvParams {
   const float* bias = nullptr;  // Residual only, [n] or null
   float* y = nullptr;
   bool stream_x = false;  // read x from global memory as it is consumed instead of staging it (gemv.cu)
+  QkvRopeParams rope;     // QkvRope only: one row (pos[0], slot[0]); q_norm and k_norm must be null
 };
 // k a multiple of 8, short enough for the staged row (about 56k floats).
 bool gemv_supports(int k);
