@@ -1,6 +1,7 @@
 #include "cuda/gemm.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include "cuda/cuda_check.hpp"
@@ -10,7 +11,17 @@ namespace strata {
 namespace cuda {
 namespace {
 
-constexpr int kCandidates = 12;  // heuristic results timed per shape
+constexpr int kMaxCandidates = 64;
+
+// Heuristic results timed per shape: 12, or STRATA_GEMM_CANDIDATES (1-64) for measurements.
+int candidates() {
+  static const int n = [] {
+    const char* e = std::getenv("STRATA_GEMM_CANDIDATES");
+    const int v = e ? std::atoi(e) : 0;
+    return v >= 1 && v <= kMaxCandidates ? v : 12;
+  }();
+  return n;
+}
 constexpr int kReps = 3;         // timed runs per candidate (each on cold weights)
 constexpr float kMargin = 0.03f; // how much faster than cuBLAS's default a candidate must be
 
@@ -101,11 +112,11 @@ void Gemm::lt_matmul(const cublasLtMatmulAlgo_t* algo, int n, int k, int rows, c
 Gemm::Choice Gemm::tune(int n, int k, int rows, const void* w, const void* x, float* y) {
   const LtShape s(n, k, rows);
   const LtPreference pref(workspace_bytes_, w, x, y);
-  cublasLtMatmulHeuristicResult_t res[kCandidates] = {};
+  cublasLtMatmulHeuristicResult_t res[kMaxCandidates] = {};
   int found = 0;
   Choice none{};
   none.found = false;
-  if (cublasLtMatmulAlgoGetHeuristic(lt_, s.op, s.a, s.b, s.c, s.c, pref.p, kCandidates, res, &found) !=
+  if (cublasLtMatmulAlgoGetHeuristic(lt_, s.op, s.a, s.b, s.c, s.c, pref.p, candidates(), res, &found) !=
           CUBLAS_STATUS_SUCCESS ||
       found <= 0)
     return none;
