@@ -203,6 +203,10 @@ std::vector<OptionSpec> make_table() {
                    "(1-3 % on batch windows); --gemm-autotune=false keeps cuBLAS's default, the same in every "
                    "process",
                    kScopeModel, [](Config& c) -> bool& { return c.backend.gemm_autotune; }));
+  t.push_back(flag("cuda-graph-warmup", M,
+                   "CUDA: capture the graph of every decode window shape (and time its GEMMs) at startup, so the "
+                   "first windows of each batch size under load do not pay for it",
+                   kScopeModel, [](Config& c) -> bool& { return c.backend.cuda_graph_warmup; }));
   t.push_back(choice<KvDType>("kv-cache-dtype", M,
                               "What the KV cache stores: bf16 (half the memory, each K/V value rounded once) or f32; "
                               "auto = bf16 on CUDA, f32 on the CPU backend",

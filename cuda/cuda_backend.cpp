@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,6 +118,7 @@ struct CudaBackend::Impl {
       cuda::configure_flash_attention(cfg.head_dim);
       cuda::configure_gemv();
       report_memory();
+      if (opts.warm_up_decode) warm_up_decode();
     } catch (...) {
       destroy_handles();  // the destructor does not run for a constructor that throws
       throw;
@@ -410,6 +413,36 @@ struct CudaBackend::Impl {
     cudaGraphExec_t exec = graph->exec;
     graphs.emplace(shape, std::move(graph));
     return exec;
+  }
+
+  // Captures the graph of each decode window shape: B rows of one token each, B up to the slots (and the rows
+  // one replay answers), at a position per attention split count. The scratch slot stands in for every slot:
+  // each entry of its block table is the scratch block, so every position is a cell of it, and rows at one
+  // position are tiles of their own, as a decode row of each of B slots is. The shape is all a graph depends
+  // on; the eager run before each capture (graph_for) also times the shape's GEMMs.
+  void warm_up_decode() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int pad_span = std::min(book.block_size(), opts.max_context);
+    const int max_rows = std::min({opts.max_slots, opts.max_output_rows, opts.max_window_rows});
+    std::set<cuda::WindowShape> seen;
+    std::vector<int> caps;  // the windows' split caps: powers of two, and max_splits itself
+    for (int c = 1; c < max_splits; c *= 2) caps.push_back(c);
+    caps.push_back(max_splits);
+    for (const int cap : caps) {
+      const int pos = (cap - 1) * cuda::kAttnSplit;  // needs cap splits
+      for (int b = 1; b <= max_rows; ++b) {
+        Window w;
+        for (int i = 0; i < b; ++i) w.rows.push_back(Row{scratch_slot, 0, pos, true});
+        cuda::WindowMeta meta = cuda::build_window_meta(w, 0, b, max_splits, scratch_slot, pad_span);
+        if (!seen.insert(meta.shape).second) continue;
+        std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
+        graph_for(meta.shape, meta.words.size() * 4);
+      }
+    }
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    spdlog::info("cuda: warm-up captured {} decode window shapes ({} GEMM shapes timed) in {:.1f} s", seen.size(),
+                 gemm->tuned_shapes(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
   // Rows [first, last) as one graph replay, then the host part of each output row.

@@ -60,6 +60,11 @@ struct CudaBackendOptions {
   // bf16 GEMMs on cuBLASLt with the algorithm timed per shape the first time it runs (gemm.hpp); false: cuBLAS's
   // default choice (cublasGemmEx).
   bool gemm_autotune = true;
+  // At construction, capture the graph of every decode window shape (one row per slot, 1 .. min(max_slots,
+  // max_output_rows) slots, each attention split count the context allows) and time its GEMMs, so serving
+  // does not pay for them in its first windows of each batch size (TTFT spikes). Off until it has run on the
+  // GPU.
+  bool warm_up_decode = false;
   // Windows on the GEMM path that flash attention does not take (decode batches) use the tensor-core
   // attention kernel when the arena is bf16. false keeps the fixed-order kernels there too, so attention gives
   // a row the bits of its single-row window in every window (the server's choice with speculation on).

@@ -39,6 +39,7 @@ struct BackendShape {
   double gpu_memory_fraction = 0.0;  // CUDA
   bool batch_invariant = false;      // CUDA: fixed-order kernels for every window
   bool gemm_autotune = true;         // CUDA: CudaBackendOptions::gemm_autotune
+  bool graph_warmup = false;         // CUDA: CudaBackendOptions::warm_up_decode
   bool exact_verify = false;         // CUDA: speculation verifies drafts, so windows of up to 16 rows must give
                                      // a row the bits of a single-row window (the skinny kernel)
   KvDType kv_cache_dtype = KvDType::Auto;
@@ -89,6 +90,7 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     // such batches needs --batch-invariant (docs/OPERATIONS.md).
     opts.attention_tc = !shape.exact_verify;
     opts.gemm_autotune = shape.gemm_autotune;
+    opts.warm_up_decode = shape.graph_warmup;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
   }
 #else
@@ -172,6 +174,7 @@ Engine::BackendFactory make_backend_factory(const ModelRuntime& runtime, const C
   }
   shape.batch_invariant = config.backend.batch_invariant;
   shape.gemm_autotune = config.backend.gemm_autotune;
+  shape.graph_warmup = config.backend.cuda_graph_warmup;
   shape.exact_verify = exact_verify.value_or(config.engine.speculation.mode != SpeculationMode::Off);
   return backend_factory_for(runtime.model, runtime.device, shape);
 }

@@ -202,6 +202,55 @@ TEST_CASE("each window shape is captured once and then replayed") {
   CHECK(be.graphs_captured() == 2);
 }
 
+TEST_CASE("the decode warm-up captures every decode shape up front and changes no result") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  auto model = load_model(models_dir() + "/llama");
+  const int V = model->config.vocab_size, slots = 6;
+  CudaBackendOptions o;
+  o.max_slots = slots;
+  o.max_context = 300;  // three splits: caps 1, 2 and 3
+  o.gemm_min_rows = 1;  // the server's path without speculation
+  CudaBackendOptions ow = o;
+  ow.warm_up_decode = true;
+  CudaBackend plain(*model, o), warm(*model, ow);
+  CHECK(plain.graphs_captured() == 0);
+  // Row buckets 1, 2, 4, 8 (6 slots) x split caps 1, 2, 3.
+  CHECK(warm.graphs_captured() == 12);
+  std::vector<SlotId> ps, ws;
+  std::vector<std::vector<TokenId>> prompts;
+  for (int i = 0; i < slots; ++i) {
+    ps.push_back(plain.open_slot());
+    ws.push_back(warm.open_slot());
+    plain.set_sampling(ps.back(), SamplingParams{0.0f});
+    warm.set_sampling(ws.back(), SamplingParams{0.0f});
+    prompts.push_back(prompt_tokens(140, V, 40 + i));
+  }
+  // Prompts up to position 129 (past the first split), one chunk at a time: prompt shapes, captured now.
+  for (int i = 0; i < slots; ++i) {
+    run_prompt(plain, ps[size_t(i)], prompts[size_t(i)], 0, 130);
+    run_prompt(warm, ws[size_t(i)], prompts[size_t(i)], 0, 130);
+  }
+  const int after_prompts = warm.graphs_captured();
+  // Decode windows of 1 .. 6 slots, each slot at its next position (130 .. 135: two splits): the warm-up's
+  // shapes, and the same bits as the backend that captures them as they come.
+  std::vector<int> next(size_t(slots), 130);
+  for (int b = 1; b <= slots; ++b) {
+    Window wp, ww;
+    for (int i = 0; i < b; ++i) {
+      const int pos = next[size_t(i)]++;
+      wp.rows.push_back(row(ps[size_t(i)], prompts[size_t(i)][size_t(pos)], pos, true, true));
+      ww.rows.push_back(row(ws[size_t(i)], prompts[size_t(i)][size_t(pos)], pos, true, true));
+    }
+    const auto a = plain.run_window(wp), c = warm.run_window(ww);
+    INFO(b << " slots");
+    for (int i = 0; i < b; ++i) {
+      CHECK(same_bits(a[size_t(i)].logits, c[size_t(i)].logits));
+      CHECK(a[size_t(i)].pick == c[size_t(i)].pick);
+    }
+    CHECK(warm.graphs_captured() == after_prompts);  // no decode window captured anything
+  }
+}
+
 TEST_CASE("a slot on a fragmented block table gives the bits and picks of a slot on a fresh pool") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
