@@ -437,6 +437,32 @@ def fmt_loss(x):
     return f"{x:.4f} (perplexity {math.exp(x):.2f})" if x < 50 else f"{x:.4f}"
 
 
+def spec_section(a):
+    """strata-tiny's card section on its draft model (also rewritten by retrain_draft.py)."""
+    return f"""## Speculative decoding with strata-tiny-draft
+Greedy decoding of {a['new_tokens']} tokens after {a['prompts']} held-out prompts of {a['prompt_tokens']} tokens:
+the draft's greedy next token equals the target's at {a['greedy_token_acceptance'] * 100:.1f}% of positions.
+With blocks of k={a['k']} drafted tokens, {a['mean_accepted_per_block']:.2f} are accepted per block on average
+({a['tokens_per_target_step']:.2f} tokens per target step).
+"""
+
+
+def draft_card(dcfg, d, a):
+    return f"""# strata-tiny-draft
+
+The draft model for speculative decoding with `../strata-tiny`: same tokenizer and data, {dcfg.num_hidden_layers}
+layer(s), trained with loss (1 - w) * cross-entropy + w * KL(strata-tiny || draft), w = {d.get('distill_weight', 0)}.
+See strata-tiny's README.md for the corpus and its licenses.
+
+{chr(10).join(arch_lines(dcfg, d['params']))}
+
+- steps: {d['steps']:,}; tokens seen: {d['tokens_seen']:,}; training time {d['train_seconds']:.0f} s
+- train loss: {fmt_loss(d['train_loss'])}; held-out loss: {fmt_loss(d['heldout_loss'])}
+- greedy acceptance against strata-tiny: {a['greedy_token_acceptance'] * 100:.1f}% of positions; mean accepted
+  length {a['mean_accepted_per_block']:.2f} for k={a['k']} ({a['prompts']} held-out prompts, {a['new_tokens']} tokens each)
+"""
+
+
 def write_cards(out, report, tcfg, dcfg):
     c = report["corpus"]
     t, d, a = report["target"], report["draft"], report["acceptance"]
@@ -484,31 +510,14 @@ tokens (the last {report['args']['long_frac'] * 100:.0f}% of the budget in windo
 - train loss: {fmt_loss(t['train_loss'])} (on {report['args']['eval_tokens']:,} training tokens)
 - held-out loss: {fmt_loss(t['heldout_loss'])}
 
-## Speculative decoding with strata-tiny-draft
-Greedy decoding of {a['new_tokens']} tokens after {a['prompts']} held-out prompts of {a['prompt_tokens']} tokens:
-the draft's greedy next token equals the target's at {a['greedy_token_acceptance'] * 100:.1f}% of positions.
-With blocks of k={a['k']} drafted tokens, {a['mean_accepted_per_block']:.2f} are accepted per block on average
-({a['tokens_per_target_step']:.2f} tokens per target step).
-
+{spec_section(a)}
 ## Files
 `golden.json`: transformers' greedy output (48 tokens) for a few prompts, from this checkpoint loaded in float32
 on the CPU; Strata's CPU backend must reproduce it token for token (tests/model/test_strata_tiny.cpp).
 """
     with open(os.path.join(out, "strata-tiny", "README.md"), "w", encoding="utf-8") as f:
         f.write(card)
-    dcard = f"""# strata-tiny-draft
-
-The draft model for speculative decoding with `../strata-tiny`: same tokenizer and data, {dcfg.num_hidden_layers}
-layer(s), trained with loss (1 - w) * cross-entropy + w * KL(strata-tiny || draft), w = {d.get('distill_weight', 0)}.
-See strata-tiny's README.md for the corpus and its licenses.
-
-{chr(10).join(arch_lines(dcfg, d['params']))}
-
-- steps: {d['steps']:,}; tokens seen: {d['tokens_seen']:,}; training time {d['train_seconds']:.0f} s
-- train loss: {fmt_loss(d['train_loss'])}; held-out loss: {fmt_loss(d['heldout_loss'])}
-- greedy acceptance against strata-tiny: {a['greedy_token_acceptance'] * 100:.1f}% of positions; mean accepted
-  length {a['mean_accepted_per_block']:.2f} for k={a['k']} ({a['prompts']} held-out prompts, {a['new_tokens']} tokens each)
-"""
+    dcard = draft_card(dcfg, d, a)
     with open(os.path.join(out, "strata-tiny-draft", "README.md"), "w", encoding="utf-8") as f:
         f.write(dcard)
 

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Retrain strata-tiny's draft model against the shipped target, on the GPU machine, offline.
+
+  python3 tools/train/retrain_draft.py --target models/strata-tiny --out OUTDIR [--draft-seconds 300]
+      [--draft-layers 2] [--draft-hidden 384] [--draft-intermediate 1024] [--distill 0.5]
+
+The target stays as it is (its weights, tokenizer and golden.json are what the tests pin); only the draft is
+trained again, longer or wider, so speculative decoding accepts more of its tokens. Same corpus as
+train_tiny.py (the .py files of the installed packages, rebuilt with the same size and split), the target's
+tokenizer, the same loss ((1 - w) cross-entropy + w KL(target || draft)) and schedule, then held-out loss and
+greedy acceptance against the target, as train_tiny.py measures them.
+
+Writes OUTDIR/strata-tiny-draft (safetensors in bf16, tokenizer files, README.md), OUTDIR/spec_section.md
+(strata-tiny's README section on its draft, to paste over the old one) and OUTDIR/retrain_report.json.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_tiny as tt  # noqa: E402  (torch, transformers, tokenizers, corpus)
+
+torch = tt.torch
+np = tt.np
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", required=True, help="the strata-tiny model directory")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--corpus-mb", type=float, default=240, help="as train_tiny.py's full run")
+    ap.add_argument("--draft-seconds", type=float, default=300)
+    ap.add_argument("--draft-layers", type=int, default=1)
+    ap.add_argument("--draft-hidden", type=int, default=384)
+    ap.add_argument("--draft-intermediate", type=int, default=1024)
+    ap.add_argument("--draft-lr", type=float, default=3e-3)
+    ap.add_argument("--distill", type=float, default=0.5)
+    ap.add_argument("--tokens-per-step", type=int, default=131072)
+    ap.add_argument("--device", default="cuda")
+    a = ap.parse_args()
+    p = dict(seq=512, long_seq=2048, long_frac=0.1, warmup=150, log_every=50, eval_tokens=2_000_000,
+             acc_prompts=64, acc_new=128)
+    tt.log(f"args {vars(a)} params {p}")
+
+    tt.DEVICE = device = a.device
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("retrain_draft.py needs a CUDA device")
+    torch.manual_seed(a.seed)
+    np.random.seed(a.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    out = os.path.abspath(a.out)
+    ddir = os.path.join(out, "strata-tiny-draft")
+    os.makedirs(ddir, exist_ok=True)
+
+    # The target as shipped (bf16 weights; the teacher runs under bf16 autocast as in train_tiny.py).
+    try:  # transformers v5 names it dtype, v4 torch_dtype
+        target = tt.transformers.AutoModelForCausalLM.from_pretrained(a.target, dtype=torch.bfloat16)
+    except TypeError:
+        target = tt.transformers.AutoModelForCausalLM.from_pretrained(a.target, torch_dtype=torch.bfloat16)
+    target = target.to(device)
+    target.eval()
+    tok_path = os.path.join(a.target, "tokenizer.json")
+    tok = tt.Tokenizer.from_file(tok_path)
+    eot, im_end = tok.token_to_id("<|endoftext|>"), tok.token_to_id("<|im_end|>")
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    if vocab != target.config.vocab_size:
+        raise SystemExit(f"tokenizer vocab {vocab} != target vocab_size {target.config.vocab_size}")
+    max_pos = target.config.max_position_embeddings
+
+    train_texts, heldout_texts, cinfo = tt.corpus.build_corpus(int(a.corpus_mb * 1e6), log=tt.log)
+    train_np = tt.encode_all(tok, train_texts, eot)
+    heldout_np = tt.encode_all(tok, heldout_texts, eot)
+    tt.log(f"tokens: train {len(train_np):,}, held-out {len(heldout_np):,}")
+    del train_texts
+    batches = tt.Batches(train_np, device, a.seed)
+
+    # The draft: head_dim 64 like the target, as train_tiny.py shapes it.
+    dheads = max(1, a.draft_hidden // 64)
+    dkv = dheads // 3 if dheads % 3 == 0 else max(1, dheads // 2)
+    dcfg = tt.make_config(vocab, a.draft_layers, a.draft_hidden, dheads, dkv, 64, a.draft_intermediate, max_pos,
+                          im_end, eot)
+    torch.manual_seed(a.seed + 1)
+    draft = tt.new_model(dcfg, device)
+    dres = tt.train_model("draft", draft, batches, a.draft_seconds, a.draft_lr, a.tokens_per_step, p["seq"],
+                          p["long_seq"], p["long_frac"], p["warmup"], p["log_every"], teacher=target,
+                          distill_weight=a.distill)
+    dres["distill_weight"] = a.distill
+    dres["params"] = tt.count_params(draft)
+    dres["train_loss"] = tt.eval_loss(draft, train_np, device, p["seq"], p["eval_tokens"])
+    dres["heldout_loss"] = tt.eval_loss(draft, heldout_np, device, p["seq"], p["eval_tokens"])
+    tt.log(f"draft: train loss {tt.fmt_loss(dres['train_loss'])}, held-out {tt.fmt_loss(dres['heldout_loss'])}")
+    acc = tt.acceptance(target, draft, heldout_np, device, p["acc_prompts"], 64, p["acc_new"], 4, a.seed)
+    tt.log(f"acceptance: {acc}")
+
+    draft.to(torch.bfloat16)
+    draft.config.use_cache = True
+    draft.save_pretrained(ddir)
+    tt.save_tokenizer_files(tok_path, ddir, im_end, eot, max_pos)
+    with open(os.path.join(ddir, "README.md"), "w", encoding="utf-8") as f:
+        f.write(tt.draft_card(dcfg, dres, acc))
+    with open(os.path.join(out, "spec_section.md"), "w", encoding="utf-8") as f:
+        f.write(tt.spec_section(acc))
+    report = {"args": vars(a), "params": p, "corpus": cinfo, "draft": dres, "acceptance": acc,
+              "total_seconds": round(time.time() - tt.T0, 1)}
+    with open(os.path.join(out, "retrain_report.json"), "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1, ensure_ascii=False)
+    tt.log(f"done: {sorted(os.listdir(ddir))}")
+
+
+if __name__ == "__main__":
+    main()
