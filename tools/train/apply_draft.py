@@ -17,7 +17,10 @@ src = sys.argv[1] if len(sys.argv) > 1 else sys.exit(__doc__)
 models = os.path.join(root, "models")
 shutil.rmtree(os.path.join(models, "strata-tiny-draft"), ignore_errors=True)
 with tarfile.open(os.path.join(src, "draft.tgz")) as t:
-    t.extractall(models, filter="data")
+    try:
+        t.extractall(models, filter="data")  # Python 3.12 (and late 3.11): plain files under models/ only
+    except TypeError:
+        t.extractall(models)  # our own archive from device_retrain_draft.sh
 card = os.path.join(models, "strata-tiny", "README.md")
 text = open(card, encoding="utf-8").read()
 section = open(os.path.join(src, "spec_section.md"), encoding="utf-8").read()

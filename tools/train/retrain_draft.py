@@ -39,10 +39,13 @@ def main():
     ap.add_argument("--draft-lr", type=float, default=3e-3)
     ap.add_argument("--distill", type=float, default=0.5)
     ap.add_argument("--tokens-per-step", type=int, default=131072)
-    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--device", default="cuda", help="cuda; cpu only to dry-run the logic (with --smoke)")
+    ap.add_argument("--smoke", action="store_true", help="train_tiny.py's smoke sizes for the loops")
     a = ap.parse_args()
     p = dict(seq=512, long_seq=2048, long_frac=0.1, warmup=150, log_every=50, eval_tokens=2_000_000,
              acc_prompts=64, acc_new=128)
+    if a.smoke:
+        p.update(seq=256, long_seq=512, warmup=10, log_every=10, eval_tokens=65536, acc_prompts=4, acc_new=32)
     tt.log(f"args {vars(a)} params {p}")
 
     tt.DEVICE = device = a.device

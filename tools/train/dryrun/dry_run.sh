@@ -14,4 +14,21 @@ for f in strata-tiny/config.json strata-tiny/golden.json strata-tiny/README.md s
          strata-tiny-draft/config.json train_report.json; do
   [ -f "$out/$f" ] || { echo "dry_run.sh: $out/$f is missing" >&2; exit 1; }
 done
+# The draft alone, retrained against the target just made (retrain_draft.py), and installed by apply_draft.py
+# into a copy of the tree's layout.
+PYTHONPATH="$here" PYTHONUNBUFFERED=1 /usr/bin/python3 "$here/../retrain_draft.py" --target "$out/strata-tiny" \
+  --out "$out/retrain" --smoke --device cpu --corpus-mb 3 --draft-seconds 2 --draft-layers 2 --draft-hidden 128 \
+  --draft-intermediate 256 --tokens-per-step 16384
+for f in retrain/strata-tiny-draft/config.json retrain/strata-tiny-draft/README.md retrain/spec_section.md \
+         retrain/retrain_report.json; do
+  [ -f "$out/$f" ] || { echo "dry_run.sh: $out/$f is missing" >&2; exit 1; }
+done
+mkdir -p "$out/tree/tools/train" "$out/tree/models" "$out/back"
+cp "$here/../apply_draft.py" "$out/tree/tools/train/"
+cp -r "$out/strata-tiny" "$out/strata-tiny-draft" "$out/tree/models/"
+tar czf "$out/back/draft.tgz" -C "$out/retrain" strata-tiny-draft
+cp "$out/retrain/spec_section.md" "$out/back/"
+/usr/bin/python3 "$out/tree/tools/train/apply_draft.py" "$out/back"
+cmp "$out/tree/models/strata-tiny-draft/README.md" "$out/retrain/strata-tiny-draft/README.md"
+grep -q "$(head -3 "$out/retrain/spec_section.md" | tail -1)" "$out/tree/models/strata-tiny/README.md"
 echo "dry_run.sh: ok"

@@ -33,6 +33,7 @@ class Qwen3ForCausalLM(torch.nn.Module):
         cfg = json.load(open(os.path.join(d, "config.json"))); cfg.pop("dtype")
         m = cls(Qwen3Config(**cfg)); m.load_state_dict(torch.load(os.path.join(d, "model.safetensors")))
         return m.to(dtype)
+AutoModelForCausalLM = Qwen3ForCausalLM
 class AutoTokenizer:
     @staticmethod
     def from_pretrained(d): raise OSError("stub: no AutoTokenizer in the dry run")
