@@ -17,7 +17,21 @@ __global__ void embedding_bf16(const __nv_bfloat16* __restrict__ table, int hidd
   pdl_launch_dependents();
   const int r = blockIdx.x;
   const __nv_bfloat16* src = table + size_t(tokens[r]) * hidden;
-  for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = __bfloat162float(src[i]);
+  float* dst = x + size_t(r) * hidden;
+  if (hidden % 8 == 0) {
+    // Eight values a thread a step, every load of the row in flight at once (16 two-byte loads in a
+    // dependent-looking loop took ~9 us for a 4096-wide row under Nsight); the same exact widening.
+    const uint4* s4 = reinterpret_cast<const uint4*>(src);
+    float4* d4 = reinterpret_cast<float4*>(dst);
+#pragma unroll 4
+    for (int i = threadIdx.x; i < hidden / 8; i += blockDim.x) {
+      const uint4 v = s4[i];
+      d4[2 * i] = make_float4(bf16_lo(v.x), bf16_hi(v.x), bf16_lo(v.y), bf16_hi(v.y));
+      d4[2 * i + 1] = make_float4(bf16_lo(v.z), bf16_hi(v.z), bf16_lo(v.w), bf16_hi(v.w));
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]);
 }
 
 __global__ void embedding_f32(const float* __restrict__ table, int hidden, const int* __restrict__ tokens,

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -145,5 +146,43 @@ TEST_CASE("device logprobs over a 128k vocabulary are compute_logprobs of the ro
       CHECK(id == top[size_t(k)].token);
       CHECK(w[2 + 2 * k] == top[size_t(k)].logprob);
     }
+  }
+}
+
+TEST_CASE("the device argmax follows argmax_token: largest value, lowest id among equals, NaN never wins") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  // Vocabularies with and without the four-wide loads, rows built to pin each rule.
+  for (int vocab : {128256, 512, 1001, 7}) {
+    const int rows = 6;
+    std::vector<float> z(size_t(rows) * vocab);
+    for (float& v : z) v = nd(rng);
+    auto at = [&](int r, int i) -> float& { return z[size_t(r) * vocab + size_t(i)]; };
+    // Row 0: random. Row 1: the maximum tied at three ids, the lowest in the middle of a four-wide group.
+    const int a = std::min(vocab - 1, 4 * (vocab / 9) + 2), b = vocab - 1, c = std::min(vocab - 1, a + 1);
+    for (int i : {a, b, c}) at(1, i) = 50.0f;
+    // Row 2: NaN everywhere a value would win, the real maximum elsewhere.
+    for (int i = 0; i < vocab; i += 3) at(2, i) = NAN;
+    int m = vocab / 2;
+    if (m % 3 == 0) ++m;  // not one of the NaN ids
+    at(2, m) = 60.0f;
+    // Row 3: every value -inf: token 0. Row 4: -inf and NaN only: token 0. Row 5: +inf once.
+    for (int i = 0; i < vocab; ++i) at(3, i) = -INFINITY, at(4, i) = i % 2 ? NAN : -INFINITY;
+    at(5, vocab - 2) = INFINITY;
+    Dev<float> dz(z.size());
+    dz.put(z);
+    Dev<int> picks(rows);
+    launch_argmax(dz.p, rows, vocab, picks.p, nullptr);
+    CU(cudaDeviceSynchronize());
+    const std::vector<int> got = picks.get();
+    for (int r = 0; r < rows; ++r) {
+      INFO("vocab " << vocab << " row " << r);
+      CHECK(got[size_t(r)] == argmax_token(z.data() + size_t(r) * vocab, vocab));
+    }
+    CHECK(got[1] == std::min({a, b, c}));
+    CHECK(got[2] == m);
+    CHECK(got[3] == 0);
+    CHECK(got[4] == 0);
   }
 }
