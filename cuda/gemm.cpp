@@ -57,6 +57,13 @@ struct LtShape {
   LtShape& operator=(const LtShape&) = delete;
 };
 
+cublasStatus_t lt_call(cublasLtHandle_t lt, const LtShape& s, const cublasLtMatmulAlgo_t* algo, const void* w,
+                       const void* x, float* y, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasLtMatmul(lt, s.op, &one, w, s.a, x, s.b, &zero, y, s.c, y, s.c, algo, workspace, workspace_bytes,
+                        stream);
+}
+
 struct LtPreference {
   cublasLtMatmulPreference_t p = nullptr;
   LtPreference(size_t workspace, const void* w, const void* x, const float* y) {
@@ -103,10 +110,7 @@ Gemm::~Gemm() {
 
 void Gemm::lt_matmul(const cublasLtMatmulAlgo_t* algo, int n, int k, int rows, const void* w, const void* x,
                      float* y) {
-  const LtShape s(n, k, rows);
-  const float one = 1.0f, zero = 0.0f;
-  STRATA_CUBLAS_CHECK(cublasLtMatmul(lt_, s.op, &one, w, s.a, x, s.b, &zero, y, s.c, y, s.c, algo, workspace_,
-                                     workspace_bytes_, stream_));
+  STRATA_CUBLAS_CHECK(lt_call(lt_, LtShape(n, k, rows), algo, w, x, y, workspace_, workspace_bytes_, stream_));
 }
 
 Gemm::Choice Gemm::tune(int n, int k, int rows, const void* w, const void* x, float* y) {
@@ -122,7 +126,6 @@ Gemm::Choice Gemm::tune(int n, int k, int rows, const void* w, const void* x, fl
     return none;
 
   // Each run on cold weights; a candidate < 0 is cublasGemmEx's default, the baseline to beat.
-  const float one = 1.0f, zero = 0.0f;
   auto time_ms = [&](int i) {
     float total = 0.0f;
     for (int rep = 0; rep < kReps; ++rep) {
@@ -132,8 +135,7 @@ Gemm::Choice Gemm::tune(int n, int k, int rows, const void* w, const void* x, fl
       if (i < 0)
         blas_matmul(true, n, k, rows, w, x, y);
       else
-        ok = cublasLtMatmul(lt_, s.op, &one, w, s.a, x, s.b, &zero, y, s.c, y, s.c, &res[i].algo, workspace_,
-                            workspace_bytes_, stream_) == CUBLAS_STATUS_SUCCESS;
+        ok = lt_call(lt_, s, &res[i].algo, w, x, y, workspace_, workspace_bytes_, stream_) == CUBLAS_STATUS_SUCCESS;
       STRATA_CUDA_CHECK(cudaEventRecord(ev_[1], stream_));
       STRATA_CUDA_CHECK(cudaEventSynchronize(ev_[1]));
       if (!ok) return std::numeric_limits<float>::infinity();

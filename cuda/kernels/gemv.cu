@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   // Stage the row (zeros past k up to the last chunk), normed in place when asked.
   const int groups = chunks * (kChunk / 4), real = k / 4;
   const float4* x4 = reinterpret_cast<const float4*>(p.x);
+  const float4* n4 = reinterpret_cast<const float4*>(p.norm);
   float ss = 0.0f;
   for (int g = threadIdx.x; g < groups && !kStream; g += blockDim.x) {
     const float4 v = g < real ? x4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -115,7 +116,6 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   if (NORM && !kStream) {
     const float total_ss = block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total_ss, float(k)), p.eps));
-    const float4* n4 = reinterpret_cast<const float4*>(p.norm);
     for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
       float4& v = xs[permuted(g)];
       const float4 nw = n4[g];
@@ -124,7 +124,6 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     }
   }
   if (!kStream) __syncthreads();
-  const float4* n4 = reinterpret_cast<const float4*>(p.norm);
   float inv = 1.0f;  // kStream with NORM: 1 / rms, known once the warp's first task is summed
 
   float acc[NR];
@@ -185,18 +184,14 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
           const bool is_q = head < q.n_heads, is_k = !is_q && head < q.n_heads + q.n_kv_heads;
           const int pos = q.pos[0];
           float lo = pair_first, hi = v;
-          if (is_q || is_k) {  // prepare_heads' rotation, to the bit
-            const float c = q.cos[size_t(pos) * half + i], sn = q.sin[size_t(pos) * half + i];
-            lo = __fsub_rn(__fmul_rn(pair_first, c), __fmul_rn(v, sn));
-            hi = __fadd_rn(__fmul_rn(v, c), __fmul_rn(pair_first, sn));
-          }
+          if (is_q || is_k)  // prepare_heads' rotation
+            rotate_pair(pair_first, v, q.cos[size_t(pos) * half + i], q.sin[size_t(pos) * half + i], &lo, &hi);
           if (is_q) {
             p.y[row - half] = lo;
             p.y[row] = hi;
           } else {
             void* base = is_k ? q.kv.k : q.kv.v;
-            const size_t at = kv_offset(q.kv, q.slot[0], pos) +
-                              size_t(head - q.n_heads - (is_k ? 0 : q.n_kv_heads)) * size_t(hd);
+            const size_t at = kv_head_at(q, head, q.slot[0], pos);
             store_kv(q.kv, base, at + i, lo);
             store_kv(q.kv, base, at + i + half, hi);
           }

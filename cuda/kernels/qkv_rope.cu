@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ 
     for (int d = threadIdx.x; d < hd; d += kThreads) x[d] = out[d];
   } else {
     void* base = is_k ? p.kv.k : p.kv.v;
-    const size_t at = kv_offset(p.kv, slot, pos) + size_t(h - p.n_heads - (is_k ? 0 : p.n_kv_heads)) * hd;
+    const size_t at = kv_head_at(p, h, slot, pos);
     for (int d = threadIdx.x; d < hd; d += kThreads) store_kv(p.kv, base, at + d, out[d]);
   }
 }

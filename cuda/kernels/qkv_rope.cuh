@@ -8,9 +8,16 @@
 
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
+#include "cuda/kernels/kv_access.cuh"
 
 namespace strata {
 namespace cuda {
+
+// Rotate-half RoPE of one pair (a at i, b at i + hd / 2) by the table's (c, s), with rounded products.
+__device__ __forceinline__ void rotate_pair(float a, float b, float c, float s, float* lo, float* hi) {
+  *lo = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+  *hi = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+}
 
 // count heads of hd values each, consecutive from x (xr: the split GEMM's remainder products, or null; bias:
 // the heads' biases, or null); norm: the RMSNorm weight, or null; cs/sn: the row position's cos/sin table
@@ -46,12 +53,16 @@ __device__ __forceinline__ void prepare_heads(const float* x, const float* xr, c
     for (int e = threadIdx.x; e < count * half; e += blockDim.x) {
       const int t = e / half, i = e - t * half;
       float* o = out + t * out_stride;
-      const float a = o[i], b = o[i + half];
-      o[i] = __fsub_rn(__fmul_rn(a, cs[i]), __fmul_rn(b, sn[i]));
-      o[i + half] = __fadd_rn(__fmul_rn(b, cs[i]), __fmul_rn(a, sn[i]));
+      rotate_pair(o[i], o[i + half], cs[i], sn[i], &o[i], &o[i + half]);
     }
     __syncthreads();
   }
+}
+
+// Where head `head` of a row's q | k | v heads (a k or v head) starts in its arena (kv.k or kv.v).
+__device__ __forceinline__ size_t kv_head_at(const QkvRopeParams& p, int head, int slot, int pos) {
+  const bool is_k = head < p.n_heads + p.n_kv_heads;
+  return kv_offset(p.kv, slot, pos) + size_t(head - p.n_heads - (is_k ? 0 : p.n_kv_heads)) * size_t(p.head_dim);
 }
 
 // One K or V value into the arena at element i: as is (fp32) or rounded to nearest (bf16).
