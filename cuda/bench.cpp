@@ -72,7 +72,7 @@ double gemm_rate(int n) {
 
 // The skinny matmul alone on the model's matrix shapes and window sizes of 1 to 64 rows: bandwidth of the weight
 // bytes it streams (the activations stay in L1/L2), against the copy bandwidth. Random-ish bf16 weights.
-void matvec_bench(const ModelConfig& c, double copy_bw, bool stream_x) {
+void matvec_bench(const ModelConfig& c, double copy_bw) {
   struct Shape {
     const char* name;
     int n, k;
@@ -126,7 +126,6 @@ void matvec_bench(const ModelConfig& c, double copy_bw, bool stream_x) {
           g.ep = sh.swiglu ? cuda::GemvEpilogue::Swiglu : residual ? cuda::GemvEpilogue::Residual
                                                                    : cuda::GemvEpilogue::Store;
           g.y = y.get<float>();
-          g.stream_x = stream_x;
           cuda::launch_gemv(g, st);
         } else if (sh.swiglu)
           cuda::launch_matvec_swiglu(wc, cuda::WType::BF16, sh.n, sh.k, x.get<float>(), rows, y.get<float>(), st);
@@ -183,7 +182,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--gemv-stream-x on|off] [--attention-fused-merge on|off] [--gemv-fused-rope on|off] [--profile]\n",
+               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -198,9 +197,6 @@ int run_bench_command(int argc, char** argv) {
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
   int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
   bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
-  bool gemv_stream_x = CudaBackendOptions{}.gemv_stream_x;
-  bool attention_fused_merge = CudaBackendOptions{}.attention_fused_merge;
-  bool gemv_fused_rope = CudaBackendOptions{}.gemv_fused_rope;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
@@ -239,12 +235,6 @@ int run_bench_command(int argc, char** argv) {
       if (v == "auto") attention_tc_lean = -1;
       else if (bool on; parse_on_off(v.c_str(), &on)) attention_tc_lean = on ? 1 : 0;
       else return usage(name);
-    } else if (!std::strcmp(argv[i], "--gemv-fused-rope") && has_value) {
-      if (!parse_on_off(argv[++i], &gemv_fused_rope)) return usage(name);  // RoPE + K/V store in the q/k/v GEMV
-    } else if (!std::strcmp(argv[i], "--attention-fused-merge") && has_value) {
-      if (!parse_on_off(argv[++i], &attention_fused_merge)) return usage(name);  // no combine kernel
-    } else if (!std::strcmp(argv[i], "--gemv-stream-x") && has_value) {
-      if (!parse_on_off(argv[++i], &gemv_stream_x)) return usage(name);  // the GEMV's activations unstaged
     } else if (!std::strcmp(argv[i], "--gemm-autotune") && has_value) {
       if (!parse_on_off(argv[++i], &gemm_autotune)) return usage(name);  // cuBLASLt algorithms timed per shape
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
@@ -274,7 +264,7 @@ int run_bench_command(int argc, char** argv) {
 
     auto model = load_model(model_dir);
     const ModelConfig& c = model->config;
-    if (matvec) matvec_bench(c, bw, gemv_stream_x);
+    if (matvec) matvec_bench(c, bw);
     const int longest = std::max(prompt, prefill.empty() ? 1 : *std::max_element(prefill.begin(), prefill.end()));
     const int max_batch = *std::max_element(batches.begin(), batches.end());
     CudaBackendOptions o;
@@ -294,9 +284,6 @@ int run_bench_command(int argc, char** argv) {
     o.fused_row_attention = fused_row_attention;
     o.attention_tc_lean = attention_tc_lean;
     o.gemm_autotune = gemm_autotune;
-    o.gemv_stream_x = gemv_stream_x;
-    o.attention_fused_merge = attention_fused_merge;
-    o.gemv_fused_rope = gemv_fused_rope;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
     const double hd = c.head_dim, h = c.hidden_size, ff = c.intermediate_size;

@@ -231,7 +231,6 @@ struct CudaBackend::Impl {
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {meta_words(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
-        {T * size_t(cfg.num_kv_heads) * 4, reinterpret_cast<void**>(&ws.merge_counters)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
     size_t total = 0;
@@ -245,7 +244,6 @@ struct CudaBackend::Impl {
     ws.in16 = in16;
     ws.max_splits = max_splits;
     STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
-    STRATA_CUDA_CHECK(cudaMemset(ws.merge_counters, 0, T * size_t(cfg.num_kv_heads) * 4));  // AttentionParams
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     gemm = std::make_unique<cuda::Gemm>(cublas, stream, cublas_ws.get(), cublas_ws.bytes(), opts.gemm_autotune);
@@ -329,10 +327,7 @@ struct CudaBackend::Impl {
     fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
     fwd.attention_tc = opts.attention_tc;
     fwd.attention_tc_lean = opts.attention_tc_lean < 0 ? cfg.head_dim == 128 : opts.attention_tc_lean != 0;
-    fwd.attention_fused_merge = opts.attention_fused_merge;
     fwd.fused_gemv = opts.fused_gemv;
-    fwd.gemv_stream_x = opts.gemv_stream_x;
-    fwd.gemv_fused_rope = opts.gemv_fused_rope;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;
   }

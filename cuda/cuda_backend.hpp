@@ -74,19 +74,9 @@ struct CudaBackendOptions {
   // rows, +5 % at 128), off for head_dim 64, where it is not (1B -3 %; docs/PERFORMANCE.md, run 21);
   // 0 off, 1 on.
   int attention_tc_lean = -1;
-  // The tensor-core attention merges its splits in its last block of each tile and KV head (the combine
-  // kernel's code and bits) instead of launching the combine kernel after it. Off until it has run on the GPU.
-  bool attention_fused_merge = false;
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;
-  // The fused GEMV reads its activations from global memory (L1) as it consumes them instead of staging them
-  // in shared memory first, the norm applied as one scale at the end (kernels/gemv.cu). Off until it has run
-  // on the GPU.
-  bool gemv_stream_x = false;
-  // The q/k/v GEMV of a one-row window does RoPE and the K/V store in its epilogue (models without q/k
-  // norms; launch_qkv_rope's bits), one launch a layer fewer. Off until it has run on the GPU.
-  bool gemv_fused_rope = false;
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   bool fused_row_attention = false;

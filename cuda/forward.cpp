@@ -55,9 +55,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                   const float* bias, float* y, const QkvRopeParams* rope = nullptr) {
+                   const float* bias, float* y) {
     GemvParams g;
-    if (rope) g.rope = *rope;
     g.w = m.ptr;
     g.n = n;
     g.k = m.cols;
@@ -67,7 +66,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
-    g.stream_x = ctx.gemv_stream_x;
     launch_gemv(g, stream);
   };
 
@@ -101,7 +99,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   ap.max_tiles = shape.tiles_cap;
   ap.max_splits = ws.max_splits;
   ap.tc_lean = ctx.attention_tc_lean;
-  ap.merge_counters = tc && ctx.attention_fused_merge ? ws.merge_counters : nullptr;
   ap.grid_splits = shape.splits_cap;
   ap.rows = T;
   ap.part_acc = ws.part_acc;
@@ -114,23 +111,20 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     KvLayout kv = ctx.kv;
     kv.layer_offset = l * ctx.kv_layer_stride;
 
+    if (gemv)
+      fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+    else
+      matmul(Ly.wqkv, ws.xn, ws.qkv);
     qp.qkv_rem = rem(ws.qkv, ap.qkv_stride);
     qp.bias = Ly.bqkv;
     qp.q_norm = Ly.q_norm;
     qp.k_norm = Ly.k_norm;
     qp.kv = kv;
     ap.kv = kv;
-    // The GEMV's epilogue does RoPE and the K/V store itself where the heads need no norm.
-    const bool rope_in_gemv = gemv && !row_attention && ctx.gemv_fused_rope && !Ly.q_norm && !Ly.k_norm;
-    if (gemv)
-      fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, rope_in_gemv ? GemvEpilogue::QkvRope : GemvEpilogue::Store,
-            nullptr, ws.qkv, rope_in_gemv ? &qp : nullptr);
-    else
-      matmul(Ly.wqkv, ws.xn, ws.qkv);
     if (row_attention) {
       launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
     } else {
-      if (!rope_in_gemv) launch_qkv_rope(ws.qkv, T, qp, stream);
+      launch_qkv_rope(ws.qkv, T, qp, stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc)

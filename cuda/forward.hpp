@@ -32,7 +32,6 @@ struct Workspace {
   float* logprobs = nullptr; // [R][kLogprobWords]: launch_logprobs
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
   int* attn_counters = nullptr;  // [n_heads]: launch_attention_row's split counters
-  int* merge_counters = nullptr;  // [rows][n_kv_heads]: AttentionParams::merge_counters
   int max_splits = 0;
 };
 
@@ -49,10 +48,7 @@ struct ForwardContext {
   int split_gemm_max_rows = 0;  // GEMM windows of up to this many rows split their activations (forward.cpp)
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
   bool attention_tc_lean = false;  // CudaBackendOptions::attention_tc_lean
-  bool attention_fused_merge = false;  // CudaBackendOptions::attention_fused_merge
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
-  bool gemv_stream_x = false;   // CudaBackendOptions::gemv_stream_x
-  bool gemv_fused_rope = false;  // CudaBackendOptions::gemv_fused_rope
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
 };

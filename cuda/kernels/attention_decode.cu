@@ -2,8 +2,7 @@
 // batches, with the single rows and short tiles that share their windows (launch_attention_tc in
 // kernels.hpp), from a bf16 KV arena. Same inputs and outputs as launch_attention: a block per (query tile,
 // kv head, split of kAttnSplit positions) writes the split's (max, sum) and unnormalized P.V of every query
-// vector it serves to part_ml / part_acc, and attention.cu's combine kernel merges the splits (or, with
-// merge_counters, the last block of each tile and KV head, with the same code).
+// vector it serves to part_ml / part_acc, and attention.cu's combine kernel merges the splits.
 //
 // Why a new kernel: the fp32 kernels spend their time on shared-memory traffic and arithmetic, not on the
 // K/V bytes (128 decode rows of the 8B shape: 154 us per layer from fp32, 174 from bf16, where the bytes
@@ -285,23 +284,6 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
     }
     __syncthreads();  // the next chunk rewrites sML and the merge buffer
   }
-  if (a.merge_counters == nullptr) return;
-
-  // The fused merge: every block of the (tile, KV head) counts in once its partials are out; the last one
-  // merges the tile's rows for the group's heads (combine_splits, in split order: the combine kernel's bits)
-  // and leaves the counter at zero for the next launch.
-  __shared__ int s_last;
-  if (tid == 0) {
-    __threadfence();  // this block's partials before its count
-    int* cnt = a.merge_counters + size_t(tile) * a.n_kv_heads + g;
-    const int splits = (p0 + nq - 1) / kS + 1;
-    s_last = atomicAdd(cnt, 1) == splits - 1;
-    if (s_last) *cnt = 0;
-  }
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();  // the other blocks' partials, counted in before ours, are visible
-  for (int i = warp; i < nq * G; i += kWarps) combine_splits<HD / 32>(a, row0 + i / G, g * G + i % G, lane);
 }
 
 template <int HD, bool kLean>
@@ -353,7 +335,7 @@ void launch_attention_tc(const AttentionParams& a, cudaStream_t stream) {
   if (a.head_dim == 64) launch_hd<64>(a, grid, stream);
   else launch_hd<128>(a, grid, stream);
   STRATA_CUDA_CHECK_LAUNCH();
-  if (a.merge_counters == nullptr) launch_combine(a, stream);
+  launch_combine(a, stream);
 }
 
 }  // namespace cuda

@@ -4,20 +4,12 @@
 // lane in flight; the fp32 activation row sits in shared memory, staged once per block (and RMS-normed there
 // when the sub-layer starts with a norm, so the norm is no kernel of its own), in a layout that gives every
 // lane its eight elements as two conflict-free 16-byte reads. The sub-layer's end rides in the epilogue: the
-// residual add (o and down projections), SwiGLU on the gate and up rows of one task, or (QkvRope) RoPE on
-// the q and k heads and the K/V store, from the two rows of a rotation pair that one warp sums. Both buffers' first
+// residual add (o and down projections), or SwiGLU on the gate and up rows of one task. Both buffers' first
 // weight loads go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps
 // its tail.
 //
-// kStream (GemvParams::stream_x) reads the activations where they are instead of staging them: each lane
-// loads its eight elements of a chunk from global memory when it consumes the chunk (L1 hits after the
-// first warp of an SM), so a block starts on its weights as soon as pdl_wait() returns, with no staging pass,
-// block reduction or barrier in front. The norm then rides outside the sums: the dot product runs over
-// norm * x and is scaled once by 1 / rms at the end, the sum of squares taken by each warp over its first
-// task's reads (every task reads all of x).
-//
 // Sums: a lane's FMAs over its chunks in k order, then a butterfly over the warp; the norm's sum of squares
-// is fixed by k and the block size (kStream: by k). So the result depends on the shapes alone (deterministic), though not
+// is fixed by k and the block size. So the result depends on the shapes alone (deterministic), though not
 // the skinny kernel's bits: windows that must match other windows bit for bit never come here.
 #include <cuda_bf16.h>
 
@@ -26,9 +18,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
-#include "cuda/kernels/kv_access.cuh"
 #include "cuda/kernels/launch.cuh"
-#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -57,15 +47,8 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   return acc;
 }
 
-// QkvRope's task order: tasks 2m and 2m + 1 are rows i and i + hd / 2 of head m / (hd / 2) (i = m mod hd / 2),
-// so a warp (an even number of tasks) holds both halves of every pair it rotates.
-__device__ __forceinline__ int qkv_row_of(int task, int hd) {
-  const int half = hd / 2, m = task >> 1;
-  return (m / half) * hd + m % half + ((task & 1) ? half : 0);
-}
-
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j).
-template <int NR, GemvEpilogue EP, bool NORM, bool kStream>
+template <int NR, GemvEpilogue EP, bool NORM>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
   extern __shared__ float4 xs[];  // chunks * 64 float4s
   __shared__ float scratch[32];
@@ -81,10 +64,9 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 
   auto issue = [&](int s, uint4(&b)[NR][U]) {
     const int task = t0 + s / steps, st = s % steps;
-    const int out_row = EP == GemvEpilogue::QkvRope ? qkv_row_of(task, p.rope.head_dim) : task;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
-      const __nv_bfloat16* row = w + (size_t(out_row) + (r ? size_t(p.n) : 0)) * size_t(k);
+      const __nv_bfloat16* row = w + (size_t(task) + (r ? size_t(p.n) : 0)) * size_t(k);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int e = ((st * U + u) * 32 + lane) * 8;
@@ -101,9 +83,8 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   // Stage the row (zeros past k up to the last chunk), normed in place when asked.
   const int groups = chunks * (kChunk / 4), real = k / 4;
   const float4* x4 = reinterpret_cast<const float4*>(p.x);
-  const float4* n4 = reinterpret_cast<const float4*>(p.norm);
   float ss = 0.0f;
-  for (int g = threadIdx.x; g < groups && !kStream; g += blockDim.x) {
+  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
     const float4 v = g < real ? x4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (NORM) {
       ss = fmaf(v.x, v.x, ss);
@@ -113,9 +94,10 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     }
     xs[permuted(g)] = v;
   }
-  if (NORM && !kStream) {
+  if (NORM) {
     const float total_ss = block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total_ss, float(k)), p.eps));
+    const float4* n4 = reinterpret_cast<const float4*>(p.norm);
     for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
       float4& v = xs[permuted(g)];
       const float4 nw = n4[g];
@@ -123,38 +105,18 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
                       __fmul_rn(nw.z, __fmul_rn(v.z, inv)), __fmul_rn(nw.w, __fmul_rn(v.w, inv)));
     }
   }
-  if (!kStream) __syncthreads();
-  float inv = 1.0f;  // kStream with NORM: 1 / rms, known once the warp's first task is summed
+  __syncthreads();
 
   float acc[NR];
 #pragma unroll
   for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
-  float pair_first = 0.0f;  // QkvRope: the first half of the pair being summed (lane 0)
   auto consume = [&](int s, const uint4(&b)[NR][U]) {
     const int task = t0 + s / steps, st = s % steps;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = st * U + u;
       if (c < chunks) {
-        float4 a0, a1;
-        if (kStream) {
-          const int e = (c * 32 + lane) * 8;  // this lane's eight elements; zeros past k (as its weights)
-          const int g = e / 4;
-          a0 = e < k ? x4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          a1 = e < k ? x4[g + 1] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          if (NORM) {
-            if (task == t0) {
-              ss = fmaf(a0.x, a0.x, ss), ss = fmaf(a0.y, a0.y, ss), ss = fmaf(a0.z, a0.z, ss), ss = fmaf(a0.w, a0.w, ss);
-              ss = fmaf(a1.x, a1.x, ss), ss = fmaf(a1.y, a1.y, ss), ss = fmaf(a1.z, a1.z, ss), ss = fmaf(a1.w, a1.w, ss);
-            }
-            const float4 m0 = e < k ? n4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            const float4 m1 = e < k ? n4[g + 1] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            a0 = make_float4(__fmul_rn(m0.x, a0.x), __fmul_rn(m0.y, a0.y), __fmul_rn(m0.z, a0.z), __fmul_rn(m0.w, a0.w));
-            a1 = make_float4(__fmul_rn(m1.x, a1.x), __fmul_rn(m1.y, a1.y), __fmul_rn(m1.z, a1.z), __fmul_rn(m1.w, a1.w));
-          }
-        } else {
-          a0 = xs[c * 64 + lane], a1 = xs[c * 64 + 32 + lane];
-        }
+        const float4 a0 = xs[c * 64 + lane], a1 = xs[c * 64 + 32 + lane];
 #pragma unroll
         for (int r = 0; r < NR; ++r) acc[r] = dot8(b[r][u], a0, a1, acc[r]);
       }
@@ -162,40 +124,12 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     if (st != steps - 1) return;
 #pragma unroll
     for (int r = 0; r < NR; ++r) acc[r] = warp_sum(acc[r]);
-    if (kStream && NORM) {
-      if (task == t0) inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(warp_sum(ss), float(k)), p.eps));
-#pragma unroll
-      for (int r = 0; r < NR; ++r) acc[r] = __fmul_rn(acc[r], inv);
-    }
     if (lane == 0) {
       if (EP == GemvEpilogue::Store) {
         p.y[task] = acc[0];
       } else if (EP == GemvEpilogue::Residual) {
         const float d = p.bias ? __fadd_rn(acc[0], p.bias[task]) : acc[0];
         p.y[task] = __fadd_rn(p.y[task], d);
-      } else if (EP == GemvEpilogue::QkvRope) {
-        const QkvRopeParams& q = p.rope;
-        const int hd = q.head_dim, half = hd / 2, row = qkv_row_of(task, hd);
-        const float v = q.bias ? __fadd_rn(acc[0], q.bias[row]) : acc[0];
-        if ((task & 1) == 0) {
-          pair_first = v;
-        } else {
-          const int head = row / hd, i = row - head * hd - half;  // this is row i + half of the head
-          const bool is_q = head < q.n_heads, is_k = !is_q && head < q.n_heads + q.n_kv_heads;
-          const int pos = q.pos[0];
-          float lo = pair_first, hi = v;
-          if (is_q || is_k)  // prepare_heads' rotation
-            rotate_pair(pair_first, v, q.cos[size_t(pos) * half + i], q.sin[size_t(pos) * half + i], &lo, &hi);
-          if (is_q) {
-            p.y[row - half] = lo;
-            p.y[row] = hi;
-          } else {
-            void* base = is_k ? q.kv.k : q.kv.v;
-            const size_t at = kv_head_at(q, head, q.slot[0], pos);
-            store_kv(q.kv, base, at + i, lo);
-            store_kv(q.kv, base, at + i + half, hi);
-          }
-        }
       } else {
         const float g = acc[0], u = acc[NR - 1];
         p.y[task] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
@@ -217,7 +151,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
 
-template <int NR, GemvEpilogue EP, bool NORM, bool kStream>
+template <int NR, GemvEpilogue EP, bool NORM>
 void launch_one(const GemvParams& p, cudaStream_t stream) {
   static int sms = [] {
     int dev = 0, n = 0;
@@ -225,31 +159,19 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
     STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
   }();
-  const size_t smem = kStream ? 0 : smem_for(p.k);
+  const size_t smem = smem_for(p.k);
   const int per_sm = smem <= kSmemTwoBlocks ? kBlocksPerSm : 1;
   const int warps = sms * per_sm * kWarps;
-  int tpw = (p.n + warps - 1) / warps;
-  if (EP == GemvEpilogue::QkvRope) tpw += tpw & 1;  // whole pairs in every warp
+  const int tpw = (p.n + warps - 1) / warps;
   const int blocks = (p.n + kWarps * tpw - 1) / (kWarps * tpw);
-  launch_kernel(gemv_kernel<NR, EP, NORM, kStream>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, tpw);
+  launch_kernel(gemv_kernel<NR, EP, NORM>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, tpw);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
 template <int NR, GemvEpilogue EP, bool NORM>
 void configure_one() {
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, false>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(2 * kSmemTwoBlocks)));
-  // The streaming variant stages nothing: the SM's memory goes to L1, where its activations are read.
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, true>,
-                                         cudaFuncAttributePreferredSharedMemoryCarveout, 0));
-}
-
-template <int NR, GemvEpilogue EP, bool NORM>
-void launch_variant(const GemvParams& p, cudaStream_t stream) {
-  if (p.stream_x)
-    launch_one<NR, EP, NORM, true>(p, stream);
-  else
-    launch_one<NR, EP, NORM, false>(p, stream);
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(2 * kSmemTwoBlocks)));
 }
 
 }  // namespace
@@ -262,8 +184,6 @@ void configure_gemv() {
   configure_one<1, GemvEpilogue::Residual, false>();
   configure_one<2, GemvEpilogue::Swiglu, true>();
   configure_one<2, GemvEpilogue::Swiglu, false>();
-  configure_one<1, GemvEpilogue::QkvRope, true>();
-  configure_one<1, GemvEpilogue::QkvRope, false>();
 }
 
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
@@ -273,25 +193,16 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   const bool norm = p.norm != nullptr;
   switch (p.ep) {
     case GemvEpilogue::Store:
-      norm ? launch_variant<1, GemvEpilogue::Store, true>(p, stream) : launch_variant<1, GemvEpilogue::Store, false>(p, stream);
+      norm ? launch_one<1, GemvEpilogue::Store, true>(p, stream) : launch_one<1, GemvEpilogue::Store, false>(p, stream);
       break;
     case GemvEpilogue::Residual:
       if (norm) throw Error("gemv: the residual epilogue takes no input norm");
-      launch_variant<1, GemvEpilogue::Residual, false>(p, stream);
+      launch_one<1, GemvEpilogue::Residual, false>(p, stream);
       break;
     case GemvEpilogue::Swiglu:
-      norm ? launch_variant<2, GemvEpilogue::Swiglu, true>(p, stream)
-           : launch_variant<2, GemvEpilogue::Swiglu, false>(p, stream);
+      norm ? launch_one<2, GemvEpilogue::Swiglu, true>(p, stream)
+           : launch_one<2, GemvEpilogue::Swiglu, false>(p, stream);
       break;
-    case GemvEpilogue::QkvRope: {
-      const QkvRopeParams& q = p.rope;
-      if (q.head_dim <= 0 || q.head_dim % 2 != 0 || p.n != (q.n_heads + 2 * q.n_kv_heads) * q.head_dim)
-        throw Error("gemv: the q/k/v epilogue needs n = (heads + 2 kv heads) x an even head_dim");
-      if (q.q_norm || q.k_norm || q.qkv_rem) throw Error("gemv: the q/k/v epilogue takes no q/k norms");
-      norm ? launch_variant<1, GemvEpilogue::QkvRope, true>(p, stream)
-           : launch_variant<1, GemvEpilogue::QkvRope, false>(p, stream);
-      break;
-    }
   }
 }
 

@@ -106,10 +106,6 @@ struct AttentionParams {
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
   bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
-  // launch_attention_tc: [max_tiles][n_kv_heads] counters, zero between launches (the kernel leaves them so):
-  // the last block of each (tile, KV head) merges its splits itself and no combine kernel runs. Null: the
-  // combine kernel merges.
-  int* merge_counters = nullptr;
 };
 
 size_t attention_smem_bytes(int head_dim);
@@ -169,11 +165,7 @@ void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x,
 // - Store: y[j] = (W x)[j]; Residual: y is the residual row, y[j] = y[j] + ((W x)[j] + bias[j]) (bias
 //   optional); Swiglu: y[j] = silu(gate_j) * up_j, rounded as launch_swiglu rounds it.
 // Deterministic for the shapes, but not the skinny kernel's bits (windows that must match go there).
-// - QkvRope (the q/k/v projection, models without q/k norms): the outputs are q | k | v heads of
-//   rope.head_dim; each (i, i + head_dim / 2) pair is rotated as launch_qkv_rope rotates it (bias first), q
-//   goes to y, k and v into the KV arena at the row's slot and position: launch_qkv_rope's bits without
-//   its launch.
-enum class GemvEpilogue { Store, Residual, Swiglu, QkvRope };
+enum class GemvEpilogue { Store, Residual, Swiglu };
 struct GemvParams {
   const void* w = nullptr;
   int n = 0, k = 0;
@@ -183,8 +175,6 @@ struct GemvParams {
   GemvEpilogue ep = GemvEpilogue::Store;
   const float* bias = nullptr;  // Residual only, [n] or null
   float* y = nullptr;
-  bool stream_x = false;  // read x from global memory as it is consumed instead of staging it (gemv.cu)
-  QkvRopeParams rope;     // QkvRope only: one row (pos[0], slot[0]); q_norm and k_norm must be null
 };
 // k a multiple of 8, short enough for the staged row (about 56k floats).
 bool gemv_supports(int k);

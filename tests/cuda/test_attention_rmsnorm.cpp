@@ -93,7 +93,6 @@ class AttnFixture {
     v_.put(vh);
     table_.put(table);
     counters_.put(std::vector<int>(64, 0));  // per query head (at most 32 here)
-    merge_counters_.put(std::vector<int>(4096, 0));
     configure_attention(hd);
   }
 
@@ -244,13 +243,7 @@ class AttnFixture {
       // The counters are back at zero: the next launch merges again.
       for (int c : counters_.get()) REQUIRE(c == 0);
     } else if (tc) {
-      if (fused_merge) ap.merge_counters = merge_counters_.p;
       launch_attention_tc(ap, nullptr);
-      if (fused_merge) {
-        CU(cudaDeviceSynchronize());
-        // The counters are back at zero: the next launch merges again.
-        for (int c : merge_counters_.get()) REQUIRE(c == 0);
-      }
     } else {
       launch_attention(ap, nullptr);
     }
@@ -276,7 +269,6 @@ class AttnFixture {
   bool arena16 = false;  // run() reads the bf16 arena (a fixture made with bf16 only)
   bool tc = false;       // run() takes launch_attention_tc (needs arena16)
   bool tc_lean = false;  // ... its lean variant
-  bool fused_merge = false;  // ... merging its splits itself (AttentionParams::merge_counters)
   bool row = false;      // run() takes launch_attention_row (one-row windows)
 
  private:
@@ -291,7 +283,6 @@ class AttnFixture {
   Dev<uint16_t> k16_, v16_;
   Dev<int32_t> table_;
   Dev<int> counters_{64};  // launch_attention_row's, zero between launches
-  Dev<int> merge_counters_{4096};  // launch_attention_tc's fused merge: [tiles][kv heads], zero between launches
   std::vector<int32_t> table_h;
   std::vector<float> kh, vh;
 };
@@ -554,19 +545,6 @@ TEST_CASE("tensor-core attention on a bf16 arena matches the host reference: dec
       check_reference(f, few);
       check_reference(f, few, 5);
       check_reference(f, big);
-      // Merged by the kernel's last blocks: the combine kernel's bits, twice in a row (the counters reset).
-      for (const AttnWindow* w : {&few, &big}) {
-        f.fused_merge = false;
-        const AttnFixture::Out apart = f.run(*w, 0, 2);
-        f.fused_merge = true;
-        for (int rep = 0; rep < 2; ++rep) {
-          const AttnFixture::Out fused = f.run(*w, 0, 2);
-          CHECK(fused.pad_untouched);
-          CHECK(same_bits(fused.out.data(), apart.out.data(), apart.out.size()));
-          CHECK(fused.out16 == apart.out16);
-        }
-        f.fused_merge = false;
-      }
     }
   }
 }

@@ -44,24 +44,18 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
   // on; its prompt chunks of 17+ rows take bf16 activations, the tolerance path of the next test case, and
   // that alone moves greedy tokens of these random-weight fixtures, so here every prompt is split too).
   // 1 with the fused GEMV: single rows on the fused kernel (fp32 activations), the rest as with 1; and with
-  // the one-row attention kernel too; or with the tensor-core attention's lean variant; or with the GEMV's
-  // streamed activations; or with the tensor-core attention merging its own splits; or with RoPE and the
-  // K/V store in the q/k/v GEMV.
+  // the one-row attention kernel too; or with the tensor-core attention's lean variant.
   // Both KV dtypes, each against the CPU backend storing K/V the same way; transformers' greedy tokens (an
   // fp32 cache) are the reference for the fp32 cache only, its logits for both.
-  const int path = GENERATE(0, 1, 2, 3, 4, 5, 6, 7);
+  const int path = GENERATE(0, 1, 2, 3, 4);
   const int gemm_min_rows = path == 0 ? 65 : 1;
-  const bool fused_gemv = path >= 2, row_attention = path == 3, tc_lean = path == 4, stream_x = path == 5,
-             fused_merge = path == 6, fused_rope = path == 7;
+  const bool fused_gemv = path >= 2, row_attention = path == 3, tc_lean = path == 4;
   const DType kv = GENERATE(DType::F32, DType::BF16);
   for (const std::string& dir : golden_dirs()) {
     DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " gemm_min_rows " << gemm_min_rows
                                                    << (fused_gemv ? " fused gemv" : "")
                                                    << (row_attention ? " + row attention" : "")
-                                                   << (tc_lean ? " + lean attention" : "")
-                                                   << (stream_x ? " + streamed GEMV activations" : "")
-                                                   << (fused_merge ? " + fused split merge" : "")
-                                                   << (fused_rope ? " + RoPE in the GEMV" : "") << " kv "
+                                                   << (tc_lean ? " + lean attention" : "") << " kv "
                                                    << dtype_name(kv)) {
       const nlohmann::json golden = read_json(dir + "/golden.json");
       auto model = load_model(dir);
@@ -78,9 +72,6 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
       go.fused_gemv = fused_gemv;
       go.fused_row_attention = row_attention;
       go.attention_tc_lean = tc_lean ? 1 : 0;
-      go.gemv_stream_x = stream_x;
-      go.attention_fused_merge = fused_merge;
-      go.gemv_fused_rope = fused_rope;
       go.kv_cache_dtype = kv;
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) {
         CHECK_THROWS_WITH(CudaBackend(*model, go), Catch::Matchers::Contains("needs head_dim to be a multiple of 8"));
