@@ -578,6 +578,10 @@ BackendInfo CudaBackend::info() const {
   i.max_context = impl_->opts.max_context;
   i.vocab_size = impl_->cfg.vocab_size;
   i.max_window_rows = impl_->opts.max_window_rows;
+  // Windows below gemm_min_rows take the skinny kernels, whose per-row bits do not depend on the row count;
+  // from there on cuBLAS picks its algorithm by the shape.
+  const int gmr = impl_->opts.gemm_min_rows;
+  i.exact_rows = gmr == std::numeric_limits<int>::max() ? gmr : std::max(gmr - 1, 0);
   impl_->book.describe_pool(&i);
   return i;
 }

@@ -1,5 +1,6 @@
 // The Backend contract (DESIGN.md): only the engine thread calls a backend; one call runs one window.
 #pragma once
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ struct BackendInfo {
   int max_context = 0;     // positions per slot
   int vocab_size = 0;
   int max_window_rows = 0; // the largest window one call accepts
+  // The largest window whose rows each get the bits they would get in a window of one row (the kernels' per-row
+  // arithmetic does not depend on the row count). Speculation keeps verify windows within it, so a verified
+  // draft is exactly what plain decoding would have picked (DESIGN.md invariant 1).
+  int exact_rows = std::numeric_limits<int>::max();
   // Paged KV (0 everywhere: the backend is not paged, each slot owns max_context positions). The pool of
   // kv_blocks blocks of kv_block_size positions is shared by all slots; a window that needs more blocks
   // than are free throws KvExhausted before any state changes.

@@ -566,8 +566,9 @@ struct Engine::Impl {
     return std::max(k, 0);
   }
 
-  void propose_drafts(Incarnation& inc, const std::vector<SlotState*>& live) {
+  void propose_drafts(Incarnation& inc, const std::vector<SlotState*>& live, const WindowBudget& budget) {
     const int max_batch = opts.speculation.max_batch;
+    int allowance = draft_allowance(live, budget);  // what the window can verify, handed out FCFS as the planner does
     const long decoding =
         max_batch > 0 ? std::count_if(live.begin(), live.end(), [](const SlotState* s) { return s->decoding(); }) : 0;
     std::vector<SlotState*> want;
@@ -575,8 +576,9 @@ struct Engine::Impl {
     for (SlotState* s : live) {
       s->drafts.clear();
       if (decoding > max_batch) continue;  // a full batch: verify rows would only slow the others down
-      const int k = draft_budget(*s);
+      const int k = std::min(draft_budget(*s), allowance);
       if (k == 0) continue;
+      allowance -= k;
       want.push_back(s);
       ks.push_back(k);
     }
@@ -690,7 +692,8 @@ struct Engine::Impl {
     budget.max_rows = opts.max_window_tokens;
     if (info.max_window_rows > 0) budget.max_rows = std::min(budget.max_rows, info.max_window_rows);
     budget.prefill_rows = opts.prefill_chunk;
-    propose_drafts(inc, live);
+    budget.exact_rows = info.exact_rows;
+    propose_drafts(inc, live, budget);
     PlannedWindow plan;
     std::vector<RowResult> results;
     auto t0 = Clock::now();

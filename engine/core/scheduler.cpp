@@ -36,16 +36,27 @@ void add_rows(PlannedWindow& plan, SlotState* s, int n) {
   plan.member_drafts.push_back(0);
 }
 
+bool is_decode(const SlotState* s) { return s->slot != kNoSlot && s->pending_rows() == 1 && s->decoding(); }
+
 }  // namespace
+
+int draft_allowance(const std::vector<SlotState*>& running, const WindowBudget& budget) {
+  const int left = std::max(budget.max_rows, 1);
+  int n_decode = 0, pending_prompt = 0;
+  for (const SlotState* s : running) {
+    if (is_decode(s)) ++n_decode;
+    else if (s->slot != kNoSlot) pending_prompt += s->pending_rows();
+  }
+  const int free = std::max(0, left - n_decode);
+  if (budget.exact_rows >= left) return free;  // every window the budget allows is exact
+  const int prefill = std::min({free, std::max(budget.prefill_rows, 1), pending_prompt});
+  return std::max(0, std::min(free, budget.exact_rows - n_decode - prefill));
+}
 
 PlannedWindow plan_window(const std::vector<SlotState*>& running, const WindowBudget& budget) {
   PlannedWindow plan;
   int left = std::max(budget.max_rows, 1);
-  auto is_decode = [](const SlotState* s) { return s->slot != kNoSlot && s->pending_rows() == 1 && s->decoding(); };
-  int n_decode = 0;
-  for (SlotState* s : running)
-    if (is_decode(s)) ++n_decode;
-  int draft_left = std::max(0, left - n_decode);
+  int draft_left = draft_allowance(running, budget);
   for (SlotState* s : running) {
     if (left == 0) break;
     if (!is_decode(s)) continue;

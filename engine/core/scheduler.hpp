@@ -9,8 +9,12 @@
 // Drafts: a decoding request with drafts (SlotState::drafts) brings a verify window part instead of one row:
 // [last, d1..dk] at consecutive positions, every row asking for a pick, so row i's pick is what plain
 // decoding would pick after d1..di. Drafts share the budget after every decoding request has its one row
-// (FCFS), so speculation never delays another request's decode row; they go before prompt chunks.
+// (FCFS), so speculation never delays another request's decode row; they go before prompt chunks. Where
+// the backend's row-count-invariant windows are smaller than the budget (exact_rows), a window with drafts
+// stays within exact_rows, prompt rows included, and the prompt chunks keep the rows they would have without
+// drafts: drafts only use what is left of exact_rows.
 #pragma once
+#include <limits>
 #include <vector>
 
 #include "engine/core/backend.hpp"
@@ -21,6 +25,7 @@ namespace strata {
 struct WindowBudget {
   int max_rows = 0;       // min(max_window_tokens, backend max_window_rows)
   int prefill_rows = 0;   // prefill_chunk
+  int exact_rows = std::numeric_limits<int>::max();  // BackendInfo::exact_rows
 };
 
 struct PlannedWindow {
@@ -35,5 +40,9 @@ struct PlannedWindow {
 };
 
 PlannedWindow plan_window(const std::vector<SlotState*>& running, const WindowBudget& budget);
+
+// How many draft rows, over all requests, plan_window would place in the next window (the drafters need not
+// propose more).
+int draft_allowance(const std::vector<SlotState*>& running, const WindowBudget& budget);
 
 }  // namespace strata

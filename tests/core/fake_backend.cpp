@@ -32,7 +32,9 @@ FakeBackend::~FakeBackend() {
 }
 
 BackendInfo FakeBackend::info() const {
-  return BackendInfo{"fake", world_->max_slots, world_->max_context, world_->vocab_size, world_->max_window_rows};
+  BackendInfo i{"fake", world_->max_slots, world_->max_context, world_->vocab_size, world_->max_window_rows};
+  i.exact_rows = world_->exact_rows;
+  return i;
 }
 
 SlotId FakeBackend::open_slot() {

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@ struct FakeWorld {
   int max_context = 256;
   int vocab_size = 512;
   int max_window_rows = 512;
+  int exact_rows = std::numeric_limits<int>::max();
 
   // Continuations: after a history that starts with `prompt`, the picks follow `continuation`; past its end,
   // or for an unknown prompt, the pick is a fixed function of the history (the fallback below).

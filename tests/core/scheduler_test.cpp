@@ -103,3 +103,44 @@ TEST_CASE("prompt logprob rows ask for logits and picking rows carry n_logprobs"
   CHECK(p.window.rows[3].n_logprobs == 3);
   CHECK(p.window.rows[0].n_logprobs == -1);
 }
+
+TEST_CASE("a window with drafts stays within the backend's exact rows and prompt chunks keep their share",
+          "[scheduler][spec]") {
+  auto a = state(0, 4, 4, 1);
+  auto b = state(1, 4, 4, 1);
+  auto c = state(2, 4, 4, 1);
+  for (auto* s : {a.get(), b.get(), c.get()}) s->drafts = {1, 2, 3, 4};
+  auto d = state(3, 20, 0);  // a prompt of 20
+  auto drafted = [](const PlannedWindow& p) {
+    int n = 0;
+    for (int k : p.member_drafts) n += k;
+    return n;
+  };
+  WindowBudget budget{64, 8};
+  budget.exact_rows = 12;
+  // Three decode rows and the 8-row prompt chunk it would take anyway leave one draft row within 12.
+  CHECK(draft_allowance({a.get(), b.get(), c.get(), d.get()}, budget) == 1);
+  PlannedWindow mixed = plan_window({a.get(), b.get(), c.get(), d.get()}, budget);
+  CHECK(mixed.window.rows.size() == 12);
+  CHECK(mixed.prefill_rows == 8);
+  CHECK(drafted(mixed) == 1);
+  CHECK(mixed.member_drafts.front() == 1);  // FCFS: the first decoding request gets it
+  // Without the prompt: 9 draft rows, the first two requests' 4 each, then 1.
+  PlannedWindow decode = plan_window({a.get(), b.get(), c.get()}, budget);
+  CHECK(decode.window.rows.size() == 12);
+  CHECK(decode.member_drafts == std::vector<int>{4, 4, 1});
+  // Twelve decoding requests fill the exact rows themselves: no drafts, the batch decodes as without them.
+  std::vector<std::unique_ptr<SlotState>> many;
+  std::vector<SlotState*> running;
+  for (int i = 0; i < 12; ++i) {
+    many.push_back(state(SlotId(i), 4, 4, 1));
+    many.back()->drafts = {1, 2};
+    running.push_back(many.back().get());
+  }
+  CHECK(draft_allowance(running, budget) == 0);
+  CHECK(plan_window(running, budget).window.rows.size() == 12);
+  // A backend exact at any size (the default) leaves the budget to the drafts, before prompt chunks.
+  budget.exact_rows = WindowBudget{}.exact_rows;
+  CHECK(draft_allowance({a.get(), b.get(), c.get(), d.get()}, budget) == 61);
+  CHECK(drafted(plan_window({a.get(), b.get(), c.get(), d.get()}, budget)) == 12);
+}
