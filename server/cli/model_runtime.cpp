@@ -85,9 +85,8 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max()
                          : shape.exact_verify  ? kServerGemmMinRows
                                                : 1;
-    // With speculation on, attention keeps the fixed-order kernels in every window, so a verify window of 17+
-    // rows (a batch of slots with drafts) differs from plain decoding in its matmuls only; bit-exact output in
-    // such batches needs --batch-invariant (docs/OPERATIONS.md).
+    // With speculation on, attention keeps the fixed-order kernels in every window; the engine keeps verify
+    // windows within the skinny kernel's 16 rows (BackendInfo::exact_rows), so drafts verify bit for bit.
     opts.attention_tc = !shape.exact_verify;
     opts.gemm_autotune = shape.gemm_autotune;
     opts.warm_up_decode = shape.graph_warmup;
