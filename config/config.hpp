@@ -37,7 +37,7 @@ struct BackendOptions {
   int kv_cache_blocks = 0;          // paged KV blocks (CPU); 0 = from kv_cache_gb, else max_slots full contexts
   bool batch_invariant = false;     // CUDA: every window through the fixed-order kernels (exact, slower batches)
   bool gemm_autotune = true;        // CUDA: cuBLASLt algorithms timed per GEMM shape (cuda/gemm.hpp)
-  bool cuda_graph_warmup = false;   // CUDA: capture every decode window shape at startup
+  bool cuda_graph_warmup = true;    // CUDA: capture every decode window shape at startup
   KvDType kv_cache_dtype = KvDType::Auto;
 };
 constexpr int kDefaultCtxCap = 4096;

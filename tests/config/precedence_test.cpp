@@ -113,8 +113,9 @@ TEST_CASE("a bare flag means true and --flag=false turns it off again") {
   CHECK(build({}).config.backend.gemm_autotune);
   CHECK_FALSE(build({"--gemm-autotune=false"}).config.backend.gemm_autotune);
   CHECK_FALSE(build({}, {{"STRATA_GEMM_AUTOTUNE", "0"}}).config.backend.gemm_autotune);
-  CHECK_FALSE(build({}).config.backend.cuda_graph_warmup);
-  CHECK(build({"--cuda-graph-warmup"}).config.backend.cuda_graph_warmup);
+  CHECK(build({}).config.backend.cuda_graph_warmup);
+  CHECK_FALSE(build({"--cuda-graph-warmup=false"}).config.backend.cuda_graph_warmup);
+  CHECK_FALSE(build({}, {{"STRATA_CUDA_GRAPH_WARMUP", "false"}}).config.backend.cuda_graph_warmup);
 }
 
 TEST_CASE("a subcommand's scope leaves other options out of the CLI but tolerates them in a shared YAML file") {
