@@ -4,6 +4,8 @@
 // exhausted pool, one slot filling the pool.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "cuda/cuda_backend.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 
@@ -92,6 +94,11 @@ TEST_CASE("the KV budget decides how many blocks the pool has, and one that hold
   CHECK(two.info().name == "cuda");
   CHECK(two.info().max_context == 64);
   CHECK(two.info().vocab_size == model->config.vocab_size);
+  // Windows below gemm_min_rows are exact (the skinny kernels); every window when none reaches cuBLAS.
+  CHECK(two.info().exact_rows == o.gemm_min_rows - 1);
+  o.gemm_min_rows = std::numeric_limits<int>::max();
+  CHECK(CudaBackend(*model, o).info().exact_rows == std::numeric_limits<int>::max());
+  o.gemm_min_rows = CudaBackendOptions{}.gemm_min_rows;
 
   // An explicit block count wins over the budget, and the block size is the option's.
   o.kv_blocks = 5;

