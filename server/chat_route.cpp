@@ -101,7 +101,9 @@ RouteResponse chat_whole(const RouteEnv& env, ChatPlan& p, GenerationJob& job, c
     choices.push_back(std::move(c));
   }
   int prompt_tokens = fin[0].prompt_tokens > 0 ? fin[0].prompt_tokens : static_cast<int>(p.prompt.size());
-  return json_response(chat_completion_json(p.header, choices, usage_json(prompt_tokens, completion)));
+  // n > 1 choices share one prompt: its cached share is the first choice's.
+  return json_response(
+      chat_completion_json(p.header, choices, usage_json(prompt_tokens, completion, fin[0].cached_prompt_tokens)));
 }
 
 // Shared by the stream function's copies; owns the job so the engine work lives as long as the stream.
@@ -124,7 +126,7 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
   }
   auto base_stop = stop_predicate(env, s.call);
   auto stop = [&] { return !client_ok || base_stop(); };
-  int completion = 0, prompt_tokens = static_cast<int>(p.prompt.size());
+  int completion = 0, prompt_tokens = static_cast<int>(p.prompt.size()), cached = 0;
   while (!job.finished() && client_ok) {
     auto ev = job.wait(stop);
     if (!ev) break;
@@ -155,6 +157,7 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
                            nullptr));
       completion += f.completion_tokens;
       if (f.prompt_tokens > 0) prompt_tokens = f.prompt_tokens;
+      if (i == 0) cached = f.cached_prompt_tokens;
     }
   }
   if (!client_ok) {  // the client left: free its slots now rather than when the response object dies
@@ -166,7 +169,7 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
     send(error_body(err));
     return err.status;
   }
-  if (p.req.gen.include_usage) send(chat_usage_chunk_json(p.header, usage_json(prompt_tokens, completion)));
+  if (p.req.gen.include_usage) send(chat_usage_chunk_json(p.header, usage_json(prompt_tokens, completion, cached)));
   write(sse_done());
   return 200;
 }

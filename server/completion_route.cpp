@@ -100,9 +100,10 @@ RouteResponse completion_whole(const RouteEnv& env, CompletionPlan& p, Generatio
   const std::vector<std::string>& text = whole.text;
   const std::vector<FinishEvent>& fin = whole.finish;
   std::vector<CompletionChoice> choices;
-  int completion = 0;
+  int completion = 0, cached = 0;
   for (size_t i = 0; i < n; ++i) {
     size_t prompt_index = i / per_prompt;
+    if (i % size_t(per_prompt) == 0) cached += fin[i].cached_prompt_tokens;  // a prompt's n choices share it
     CompletionChoice c;
     c.index = static_cast<int>(i);
     c.text = p.req.echo ? p.prompt_texts[prompt_index] + text[i] : text[i];
@@ -116,7 +117,7 @@ RouteResponse completion_whole(const RouteEnv& env, CompletionPlan& p, Generatio
     completion += fin[i].completion_tokens;
     choices.push_back(std::move(c));
   }
-  return json_response(completion_json(p.header, choices, usage_json(usage_prompt_tokens(p), completion)));
+  return json_response(completion_json(p.header, choices, usage_json(usage_prompt_tokens(p), completion, cached)));
 }
 
 using CompletionStream = GenerationStream<CompletionPlan>;
@@ -132,6 +133,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
     if (client_ok && !write(sse_data(j))) client_ok = false;
   };
   std::vector<size_t> offsets(n, 0);
+  int cached = 0;
   // Echo without prompt logprobs can go out at once; with them it waits for the engine's prompt scores.
   bool echo_now = p.req.echo && p.req.logprobs < 0;
   if (echo_now)
@@ -181,6 +183,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
       }
       send(completion_chunk_json(p.header, idx, f.text, completion_finish_reason(f), nullptr));
       completion += f.completion_tokens;
+      if (i % size_t(per_prompt) == 0) cached += f.cached_prompt_tokens;
     }
   }
   if (!client_ok) {
@@ -192,7 +195,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
     send(error_body(err));
     return err.status;
   }
-  if (p.req.gen.include_usage) send(completion_usage_chunk_json(p.header, usage_json(usage_prompt_tokens(p), completion)));
+  if (p.req.gen.include_usage) send(completion_usage_chunk_json(p.header, usage_json(usage_prompt_tokens(p), completion, cached)));
   write(sse_done());
   return 200;
 }

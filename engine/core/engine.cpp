@@ -196,6 +196,7 @@ struct Engine::Impl {
   void deliver_finish(SlotState& s, FinishEvent f) {
     auto now = Clock::now();
     f.prompt_tokens = s.n_prompt;
+    f.cached_prompt_tokens = s.prefix_hit;
     f.completion_tokens = s.n_generated;
     f.total_seconds = seconds(s.req->arrival, now);
     f.queue_seconds = s.admitted_once ? seconds(s.req->arrival, s.admitted) : f.total_seconds;
@@ -527,6 +528,7 @@ struct Engine::Impl {
           throw BackendFailure{"backend attached a prefix of " + std::to_string(cached) + " positions to a sequence of " +
                                std::to_string(s.seq.size())};
         s.n_cached = cached;
+        if (!s.admitted_once) s.prefix_hit = cached;
       }
       refresh_kv(inc);
       if (!s.draft_k) attach_drafter(s);

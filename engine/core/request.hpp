@@ -47,6 +47,7 @@ struct FinishEvent {
   std::string text;          // text released at the end (held-back bytes that were not a stop)
   std::string stop_matched;  // the stop string or "" (EOS/stop id)
   int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // of prompt_tokens, those whose KV the prefix cache supplied at admission
   int completion_tokens = 0;
   int http_status = 200;     // for errors: 4xx client fault, 5xx engine fault
   std::string error_code;    // e.g. "engine_stalled", "context_length_exceeded"

@@ -30,6 +30,7 @@ struct SlotState {
   std::vector<TokenId> seq;
   int n_prompt = 0;
   int n_cached = 0;
+  int prefix_hit = 0;  // prompt positions the prefix cache supplied at the first admission (usage's cached_tokens)
   int n_generated = 0;
   int max_tokens = 0;
   SlotId slot = kNoSlot;

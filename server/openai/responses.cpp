@@ -20,10 +20,11 @@ nlohmann::json nullable(const std::string& s) { return s.empty() ? nlohmann::jso
 
 }  // namespace
 
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens) {
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 nlohmann::json chat_logprob_entry(const TokenCodec& codec, const TokenEvent& t, int n_top) {

@@ -21,7 +21,8 @@ struct ResponseHeader {
   std::string model;
 };
 
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
+// OpenAI's usage object; prompt_tokens_details.cached_tokens counts the prompt tokens the prefix cache supplied.
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens = 0);
 
 // Chat logprobs: {"token","logprob","bytes","top_logprobs":[...]} for one generated token.
 nlohmann::json chat_logprob_entry(const TokenCodec& codec, const TokenEvent& t, int n_top);

@@ -110,7 +110,9 @@ TEST_CASE("a shared prompt prefix is computed once and changes no token", "[engi
 
   opts.prefix_caching = true;
   PagedRig warm(opts, 2, 512, 0, 4);
-  REQUIRE(run_one(*warm.engine, request("a", a, 12, true, 9), 60s).finished);
+  Outcome first = run_one(*warm.engine, request("a", a, 12, true, 9), 60s);
+  REQUIRE(first.finished);
+  CHECK(first.finish.cached_prompt_tokens == 0);
   const long hits_before = warm.engine->stats().prefix_hits;
   CHECK(hits_before == 0);
   Outcome got = run_one(*warm.engine, request("b", b, 12, true, 5), 60s);
@@ -120,12 +122,16 @@ TEST_CASE("a shared prompt prefix is computed once and changes no token", "[engi
   const EngineStats st = warm.engine->stats();
   CHECK(st.prefix_hits >= long(common / 4) - 1);  // the shared text's full blocks (its last may straddle)
   CHECK(st.prefix_lookups > st.prefix_hits - 1);
+  // The request reports what the cache supplied (usage.prompt_tokens_details.cached_tokens): its hit blocks.
+  CHECK(got.finish.cached_prompt_tokens == 4 * st.prefix_hits);
+  CHECK(got.finish.prompt_tokens == int(fixture_tokenizer().encode(b).size()));
   // Prompt logprobs need every prompt row, so such a request does not start from the cache.
   auto lp = request("lp", b, 2, false, 0);
   lp->prompt_logprobs = true;
   Outcome with_lp = run_one(*warm.engine, lp, 60s);
   REQUIRE(with_lp.finished);
   CHECK(warm.engine->stats().prefix_hits == st.prefix_hits);
+  CHECK(with_lp.finish.cached_prompt_tokens == 0);
 }
 
 TEST_CASE("a request may use the whole KV pool; one that cannot fit it alone is refused with a clear 400",

@@ -169,6 +169,28 @@ describe('chat completions', () => {
   });
 });
 
+describe('prefix caching', () => {
+  test('a shared system prompt is computed once: the next request reports it in cached_tokens', async () => {
+    const system = 'You are a careful assistant. ' + Array.from({ length: 12 }, (_, i) => `Rule ${i}: answer in plain words.`).join(' ');
+    const ask = (q, extra = {}) => client.chat.completions.create({
+      model: MODEL, messages: [{ role: 'system', content: system }, { role: 'user', content: q }], max_tokens: 4,
+      temperature: 0, ...extra,
+    });
+    const first = await ask('Which rule comes first?');
+    assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0, 'a cold prompt has nothing cached');
+    const second = await ask('And which one comes last?');
+    const cached = second.usage.prompt_tokens_details.cached_tokens;
+    // The shared system part (~270 of the ~290 prompt tokens) in whole 16-token KV blocks; the question differs.
+    assert.equal(cached % 16, 0);
+    assert.ok(cached >= first.usage.prompt_tokens - 48 && cached < second.usage.prompt_tokens,
+      `cached ${cached} of ${second.usage.prompt_tokens} (the first prompt had ${first.usage.prompt_tokens})`);
+    // Streamed, the usage chunk says the same.
+    const chunks = await collect(await ask('Is there a rule about words?', { stream: true, stream_options: { include_usage: true } }));
+    const usage = chunks.at(-1).usage;
+    assert.ok(usage.prompt_tokens_details.cached_tokens >= cached - 16, JSON.stringify(usage));
+  });
+});
+
 describe('legacy completions', () => {
   test('non-streaming and streaming agree; echo and legacy logprobs', async () => {
     const whole = await client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });

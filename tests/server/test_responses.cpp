@@ -82,3 +82,12 @@ TEST_CASE("a tool-call-only message has null content and the calls", "[responses
   CHECK(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == "{\"a\":1}");
   CHECK(j["usage"]["total_tokens"] == 7);
 }
+
+TEST_CASE("usage carries the prompt tokens the prefix cache supplied, as OpenAI's prompt_tokens_details", "[responses]") {
+  json u = usage_json(2048, 16, 2032);
+  CHECK(u["prompt_tokens"] == 2048);
+  CHECK(u["completion_tokens"] == 16);
+  CHECK(u["total_tokens"] == 2064);
+  CHECK(u["prompt_tokens_details"]["cached_tokens"] == 2032);
+  CHECK(usage_json(3, 4)["prompt_tokens_details"]["cached_tokens"] == 0);  // a cold prompt
+}
