@@ -277,7 +277,9 @@ int run_bench_command(int argc, char** argv) {
     o.kv_blocks = std::max(max_batch * per_slot, (o.max_context + o.kv_block_size - 1) / o.kv_block_size) + 8;
     o.device = device;
     o.round_weights_to_bf16 = true;
-    o.gemm_min_rows = gemm_min_rows > 0 ? gemm_min_rows : kServerGemmMinRows;
+    // The server's path without speculation unless asked (--gemm-min-rows 17: the speculation path, single rows
+    // and verify windows of up to 16 rows on the skinny kernel).
+    o.gemm_min_rows = gemm_min_rows > 0 ? gemm_min_rows : 1;
     if (split_gemm_max_rows >= 0) o.split_gemm_max_rows = split_gemm_max_rows;
     o.kv_cache_dtype = kv_dtype;
     o.fused_gemv = fused_gemv;
@@ -290,8 +292,9 @@ int run_bench_command(int argc, char** argv) {
     const double per_layer = h * hd * (c.num_heads + 2.0 * c.num_kv_heads) + hd * c.num_heads * h + 3.0 * h * ff;
     const double params = per_layer * c.num_layers + double(c.vocab_size) * h;
     const double bytes_per_token = 2.0 * params;
-    std::printf("model=%s layers=%d hidden=%d vocab=%d weight_gb_per_token=%.3f device=\"%s\"\n", model_dir.c_str(),
-                c.num_layers, c.hidden_size, c.vocab_size, bytes_per_token / 1e9, be.device_name().c_str());
+    std::printf("model=%s layers=%d hidden=%d vocab=%d weight_gb_per_token=%.3f device=\"%s\" gemm_min_rows=%d\n",
+                model_dir.c_str(), c.num_layers, c.hidden_size, c.vocab_size, bytes_per_token / 1e9,
+                be.device_name().c_str(), o.gemm_min_rows);
 
     const SlotId slot = be.open_slot();
     SamplingParams greedy;

@@ -24,7 +24,7 @@
 
 namespace strata {
 
-// The server's gemm_min_rows when speculation is on (and the kernel benchmark's default): windows of 17+ rows go
+// The server's gemm_min_rows when speculation is on (the kernel benchmark's --gemm-min-rows 17): windows of 17+ rows go
 // to cuBLAS, which reads the weights at ~0.9 of the copy bandwidth from 32 rows on, while verify windows of up
 // to 16 rows stay on the skinny kernel, exact against single rows (docs/PERFORMANCE.md).
 constexpr int kServerGemmMinRows = 17;
