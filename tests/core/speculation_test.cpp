@@ -68,6 +68,44 @@ double counter(const std::vector<prometheus::MetricFamily>& fams, const std::str
   return sum;
 }
 
+// kSpan shifted by 10 * i: request i's own repeated span.
+std::vector<TokenId> span_of(int i) {
+  std::vector<TokenId> span = kSpan;
+  for (TokenId& t : span) t += 10 * i;
+  return span;
+}
+
+// A world whose model, after span i stated twice, repeats it on (i < n).
+std::shared_ptr<FakeWorld> spans_world(int n) {
+  auto w = std::make_shared<FakeWorld>();
+  w->max_slots = n;
+  for (int i = 0; i < n; ++i) w->scripts.push_back({repeat(span_of(i), 2), repeat(span_of(i), 5)});
+  return w;
+}
+
+// Submits every prompt at once and collects each request's outcome.
+std::vector<Outcome> run_together(Engine& e, const std::vector<std::vector<TokenId>>& prompts, int max_tokens) {
+  std::vector<std::shared_ptr<RequestChannel>> chans;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    chans.push_back(std::make_shared<RequestChannel>());
+    REQUIRE(e.submit(make_request("b" + std::to_string(i), prompts[i], max_tokens), chans.back()) ==
+            SubmitResult::Accepted);
+  }
+  std::vector<Outcome> out;
+  for (auto& ch : chans) out.push_back(collect(*ch));
+  return out;
+}
+
+// How many slots a window verifies drafts for (more than one pick).
+int slots_with_drafts(const WindowRecord& rec) {
+  std::map<SlotId, int> picks;
+  for (const Row& r : rec.rows)
+    if (r.want_pick) ++picks[r.slot];
+  int n = 0;
+  for (auto& [slot, k] : picks) n += k > 1 ? 1 : 0;
+  return n;
+}
+
 // Rows of the largest window that asks for more than one pick for one slot.
 size_t widest_verify(const std::vector<WindowRecord>& windows) {
   size_t best = 0;
@@ -233,52 +271,32 @@ TEST_CASE("a drafter factory that throws means no speculation for that request, 
 TEST_CASE("eight requests with n-gram drafts in shared windows each get their plain-decoding tokens",
           "[engine][spec]") {
   auto world_for = [] {
-    auto w = std::make_shared<FakeWorld>();
-    w->max_slots = 8;
+    auto w = spans_world(8);
     w->max_window_rows = 24;  // too few for every slot's full drafts: the budget trims them
-    for (int i = 0; i < 8; ++i) {
-      std::vector<TokenId> span = kSpan;
-      for (TokenId& t : span) t += 10 * i;
-      w->scripts.push_back({repeat(span, 2), repeat(span, 5)});
-    }
     return w;
   };
-  auto prompt = [](int i) {
-    if (i % 3 == 2) return std::vector<TokenId>{7, static_cast<TokenId>(200 + i), 9};  // unscripted: hashed picks
-    std::vector<TokenId> span = kSpan;
-    for (TokenId& t : span) t += 10 * i;
-    return repeat(span, 2);
-  };
+  std::vector<std::vector<TokenId>> prompts;
+  for (int i = 0; i < 8; ++i)  // every third unscripted: hashed picks
+    prompts.push_back(i % 3 == 2 ? std::vector<TokenId>{7, static_cast<TokenId>(200 + i), 9} : repeat(span_of(i), 2));
   std::vector<std::vector<TokenId>> solo;
   {
     auto w = world_for();
     Engine e(fake_factory(w), fixture_tokenizer(), {kEos}, EngineOptions{});
-    for (int i = 0; i < 8; ++i) solo.push_back(run_one(e, make_request("s", prompt(i), 20)).ids());
+    for (int i = 0; i < 8; ++i) solo.push_back(run_one(e, make_request("s", prompts[size_t(i)], 20)).ids());
   }
   auto w = world_for();
   EngineOptions o = spec_opts(SpeculationMode::Ngram, 6);
   Engine e(fake_factory(w), fixture_tokenizer(), {kEos}, o);
-  std::vector<std::shared_ptr<RequestChannel>> chans;
+  const std::vector<Outcome> got = run_together(e, prompts, 20);
   for (int i = 0; i < 8; ++i) {
-    chans.push_back(std::make_shared<RequestChannel>());
-    REQUIRE(e.submit(make_request("b" + std::to_string(i), prompt(i), 20), chans.back()) == SubmitResult::Accepted);
-  }
-  for (int i = 0; i < 8; ++i) {
-    Outcome o8 = collect(*chans[static_cast<size_t>(i)]);
+    const Outcome& o8 = got[static_cast<size_t>(i)];
     REQUIRE(o8.finished);
     CHECK(o8.ids() == solo[static_cast<size_t>(i)]);
   }
   CHECK(w->bad_windows.load() == 0);
   // Some window verified drafts for more than one slot at once.
   bool shared = false;
-  for (const auto& rec : w->windows_seen()) {
-    std::map<SlotId, int> picks;
-    for (const Row& r : rec.rows)
-      if (r.want_pick) ++picks[r.slot];
-    int multi = 0;
-    for (auto& [slot, n] : picks) multi += n > 1 ? 1 : 0;
-    shared = shared || multi > 1;
-  }
+  for (const auto& rec : w->windows_seen()) shared = shared || slots_with_drafts(rec) > 1;
   CHECK(shared);
 }
 
@@ -287,50 +305,32 @@ TEST_CASE("verify windows stay within the backend's exact rows, so batched draft
   // A backend whose windows of more than 10 rows take other kernels (CUDA's cuBLAS from 17 rows): two
   // requests' 1 + 4 rows fit in 10, three requests' do not, and then nobody drafts.
   auto world_for = [] {
-    auto w = std::make_shared<FakeWorld>();
-    w->max_slots = 4;
+    auto w = spans_world(4);
     w->exact_rows = 10;
-    for (int i = 0; i < 4; ++i) {
-      std::vector<TokenId> span = kSpan;
-      for (TokenId& t : span) t += 10 * i;
-      w->scripts.push_back({repeat(span, 2), repeat(span, 5)});
-    }
     return w;
   };
-  auto prompt = [](int i) {
-    std::vector<TokenId> span = kSpan;
-    for (TokenId& t : span) t += 10 * i;
-    return repeat(span, 2);
-  };
+  std::vector<std::vector<TokenId>> prompts;
+  for (int i = 0; i < 3; ++i) prompts.push_back(repeat(span_of(i), 2));
   std::vector<std::vector<TokenId>> solo;
   {
     auto w = world_for();
     Engine e(fake_factory(w), fixture_tokenizer(), {kEos}, EngineOptions{});
-    for (int i = 0; i < 3; ++i) solo.push_back(run_one(e, make_request("s", prompt(i), 24)).ids());
+    for (int i = 0; i < 3; ++i) solo.push_back(run_one(e, make_request("s", prompts[size_t(i)], 24)).ids());
   }
   auto batch = [&](int n) {
     auto w = world_for();
     Engine e(fake_factory(w), fixture_tokenizer(), {kEos}, spec_opts(SpeculationMode::Ngram, 4));
-    std::vector<std::shared_ptr<RequestChannel>> chans;
+    const std::vector<Outcome> got =
+        run_together(e, std::vector<std::vector<TokenId>>(prompts.begin(), prompts.begin() + n), 24);
     for (int i = 0; i < n; ++i) {
-      chans.push_back(std::make_shared<RequestChannel>());
-      REQUIRE(e.submit(make_request("b" + std::to_string(i), prompt(i), 24), chans.back()) ==
-              SubmitResult::Accepted);
-    }
-    for (int i = 0; i < n; ++i) {
-      Outcome o = collect(*chans[static_cast<size_t>(i)]);
+      const Outcome& o = got[static_cast<size_t>(i)];
       REQUIRE(o.finished);
       CHECK(o.ids() == solo[static_cast<size_t>(i)]);
     }
     CHECK(w->bad_windows.load() == 0);
     int verify_windows = 0;
     for (const auto& rec : w->windows_seen()) {
-      std::map<SlotId, int> picks;
-      for (const Row& r : rec.rows)
-        if (r.want_pick) ++picks[r.slot];
-      bool drafts = false;
-      for (auto& [slot, k] : picks) drafts = drafts || k > 1;
-      if (!drafts) continue;
+      if (slots_with_drafts(rec) == 0) continue;
       ++verify_windows;
       CHECK(rec.rows.size() <= 10);
     }
