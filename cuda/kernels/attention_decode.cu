@@ -72,15 +72,21 @@ struct Smem {
   static constexpr size_t bytes = ml_off + size_t(kWarps) * kM * 2 * 4;
 };
 
-// The q fragments of k-step s (dims 16 s .. 16 s + 15) of vectors qp[0] (rows 0-7) and qp[1] (rows 8-15), as
-// hi and remainder A fragments (zeros where ok[half] is false).
+// A chunk's kM query vectors staged in shared memory (in the merge buffer, unused until P.V): vector m at
+// m * kQLd floats, zeros past the chunk's last vector. The padding spreads the 8 vectors a fragment load reads
+// over distinct banks.
 template <int HD>
-__device__ __forceinline__ void load_q(const float* const (&qp)[2], const bool (&ok)[2], int s, int tig,
-                                       uint32_t (&qh)[4], uint32_t (&ql)[4]) {
+constexpr int kQLd = HD + 8;
+
+// The q fragments of k-step s (dims 16 s .. 16 s + 15) of staged vectors gid (rows 0-7) and gid + 8 (rows
+// 8-15), as hi and remainder A fragments.
+template <int HD>
+__device__ __forceinline__ void load_q(const float* qs, int gid, int s, int tig, uint32_t (&qh)[4],
+                                       uint32_t (&ql)[4]) {
 #pragma unroll
   for (int e = 0; e < 4; ++e) {  // e: (rows 0-7 | 8-15) x (dims 2t | 2t + 8)
     const int half = e & 1, d = 16 * s + 2 * tig + 8 * (e >> 1);
-    const float2 v = ok[half] ? *reinterpret_cast<const float2*>(qp[half] + d) : make_float2(0.0f, 0.0f);
+    const float2 v = *reinterpret_cast<const float2*>(qs + (gid + 8 * half) * kQLd<HD> + d);
     split_bf16x2(v.x, v.y, qh[e], ql[e]);
   }
 }
@@ -90,15 +96,19 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   using S = Smem<HD, kLean>;
   constexpr int KS = HD / 16, NB = HD / 8, U = HD / 8, kMergeRows = S::kMergeRows;
   constexpr int DP = S::DP, NBP = NB / DP, HP = HD / DP;
-  pdl_wait();
+  static_assert(kM * kQLd<HD> * 4 <= kWarps * kMergeRows * S::MLD * 4, "a chunk's staged q fits the merge buffer");
   pdl_launch_dependents();
   extern __shared__ __align__(16) unsigned char smem[];
   __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(smem + S::k_off);
   __nv_bfloat16* vs = reinterpret_cast<__nv_bfloat16*>(smem + S::v_off);
   long long* sOff = reinterpret_cast<long long*>(smem + S::off_off);
   float* merge = reinterpret_cast<float*>(smem + S::merge_off);
+  float* qs = merge;  // the chunk's staged q, until P.V
   float* sML = reinterpret_cast<float*>(smem + S::ml_off);
 
+  // The window's metadata and block tables come from the host before the graph runs, not from the previous
+  // kernel, so the lookups that place the split's K/V rows run before pdl_wait(): under PDL they overlap the
+  // previous kernel's tail.
   const int tile = blockIdx.z;
   if (tile >= load_now(a.n_tiles)) return;
   const int row0 = a.tile_first[tile], nq = a.tile_rows[tile];
@@ -112,6 +122,7 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   const int gid = lane >> 2, tig = lane & 3;
 
   if (tid < nsp) sOff[tid] = static_cast<long long>(kv_offset(a.kv, slot, s_begin + tid)) + static_cast<long long>(g) * HD;
+  pdl_wait();  // K/V of this window's rows and q are the previous kernel's output
   __syncthreads();
   const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(a.kv.k);
   const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(a.kv.v);
@@ -131,28 +142,31 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   const int Q = nq * G;  // query vector qi: row qi / G of the tile, head g G + qi % G
   const int jw = warp * kWarpPos;
   for (int c0 = 0; c0 < Q; c0 += kM) {
-    // q of vectors c0 + gid (fragment rows 0-7) and c0 + gid + 8 (rows 8-15) as hi and remainder A fragments:
-    // all k-steps up front (plain), or each when the S loop reaches it (lean).
+    // Stage the chunk's q (the first chunk's while K and V are in flight), then take vectors c0 + gid
+    // (fragment rows 0-7) and c0 + gid + 8 (rows 8-15) from it as hi and remainder A fragments: all k-steps
+    // up front (plain), or each when the S loop reaches it (lean).
+    for (int i = tid; i < kM * (HD / 4); i += kThreads) {
+      const int m = i / (HD / 4), d = 4 * (i - m * (HD / 4)), qi = c0 + m;
+      const float4 v = qi < Q ? *reinterpret_cast<const float4*>(a.qkv + size_t(row0 + qi / G) * a.qkv_stride +
+                                                                 size_t(g * G + qi % G) * HD + d)
+                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      *reinterpret_cast<float4*>(qs + m * kQLd<HD> + d) = v;
+    }
     int rr[2];
     bool ok[2];
-    const float* qp[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int qi = c0 + gid + 8 * half;
       ok[half] = qi < Q;
       rr[half] = ok[half] ? qi / G : 0;
-      const int qc = min(qi, Q - 1);
-      qp[half] = a.qkv + size_t(row0 + qc / G) * a.qkv_stride + size_t(g * G + qc % G) * HD;
     }
+    if (c0 == 0) cp_async_wait<0>();
+    __syncthreads();  // q staged; K and V (and V's zero rows) visible to every warp
     constexpr int QS = kLean ? 1 : KS;  // k-steps of q held at once
     uint32_t qh[QS][4], ql[QS][4];
     if (!kLean) {
 #pragma unroll
-      for (int s = 0; s < QS; ++s) load_q<HD>(qp, ok, s, tig, qh[s], ql[s]);
-    }
-    if (c0 == 0) {
-      cp_async_wait<0>();
-      __syncthreads();  // K and V (and V's zero rows) visible to every warp
+      for (int s = 0; s < QS; ++s) load_q<HD>(qs, gid, s, tig, qh[s], ql[s]);
     }
 
     // S for the warp's positions jw + 8 n + (2 tig, 2 tig + 1), n < 2: rows gid ([0], [1]) and gid + 8 ([2], [3]).
@@ -167,8 +181,8 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
         if (!kLean) h0[e] = qh[s % QS][e], l0[e] = ql[s % QS][e], h1[e] = qh[(s + 1) % QS][e], l1[e] = ql[(s + 1) % QS][e];
       }
       if (kLean) {
-        load_q<HD>(qp, ok, s, tig, h0, l0);
-        load_q<HD>(qp, ok, s + 1, tig, h1, l1);
+        load_q<HD>(qs, gid, s, tig, h0, l0);
+        load_q<HD>(qs, gid, s + 1, tig, h1, l1);
       }
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
