@@ -142,7 +142,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, ws.xn, in16, stream);
     if (use_gemm) {
       matmul(Ly.wgu, ws.xn, ws.gu);
-      launch_swiglu(ws.gu, rem(ws.gu, 2 * FF), T, FF, ws.act, in16, stream);
+      // With bf16 weights the down projection reads only the bf16 copy, so the fp32 row is not written.
+      launch_swiglu(ws.gu, rem(ws.gu, 2 * FF), T, FF, in16.p ? nullptr : ws.act, in16, stream);
     } else {
       launch_matvec_swiglu(Ly.wgu.ptr, Ly.wgu.type, FF, Ly.wgu.cols, ws.xn, T, ws.act, stream);
     }

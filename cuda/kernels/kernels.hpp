@@ -142,7 +142,8 @@ bool flash_attention_supports(int head_dim);
 void configure_flash_attention(int head_dim);
 void launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
 
-// act[r][i] = silu(gate) * up with gu rows [gate | up] (plus gu_rem's when set, Bf16Out); act16 optional bf16 form.
+// act[r][i] = silu(gate) * up with gu rows [gate | up] (plus gu_rem's when set, Bf16Out); act16 optional bf16 form,
+// act optional when act16 is set (a consumer that reads only the bf16 copy).
 void launch_swiglu(const float* gu, const float* gu_rem, int rows, int ff, float* act, Bf16Out act16,
                    cudaStream_t stream);
 

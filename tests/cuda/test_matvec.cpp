@@ -80,6 +80,54 @@ TEST_CASE("the fused gate/up + SwiGLU skinny kernel gives the bits of matvec the
   cudaStreamDestroy(st);
 }
 
+TEST_CASE("SwiGLU gives the same bits on its 16-byte and scalar paths, with or without the fp32 row") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int ff : {200, 202}) {  // 202: not a multiple of 4, so every run takes the scalar path
+    const int rows = 3;
+    const size_t n = size_t(rows) * 2 * ff, an = size_t(rows) * ff;
+    std::vector<float> gu(n), rem(n);
+    for (float& v : gu) v = nd(rng) * 2.0f;
+    for (float& v : rem) v = nd(rng) * 1e-3f;
+    // The same inputs again one float past a 16-byte boundary, which takes the scalar path.
+    std::vector<float> gu1(1, 0.0f), rem1(1, 0.0f);
+    gu1.insert(gu1.end(), gu.begin(), gu.end());
+    rem1.insert(rem1.end(), rem.begin(), rem.end());
+    DeviceBuffer dgu = upload(gu), drem = upload(rem), dgu1 = upload(gu1), drem1 = upload(rem1);
+    struct Run {
+      std::vector<float> act;
+      std::vector<uint16_t> a16;
+    };
+    auto run = [&](const float* g, const float* r, bool with_act) {
+      DeviceBuffer act(an * 4, "act"), a16(2 * an * 2, "act16");
+      REQUIRE(cudaMemset(act.get(), 0xff, an * 4) == cudaSuccess);
+      launch_swiglu(g, r, rows, ff, with_act ? act.get<float>() : nullptr, Bf16Out{a16.get(), true}, nullptr);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      Run out;
+      out.act = download(act, an);
+      out.a16.resize(2 * an);
+      REQUIRE(cudaMemcpy(out.a16.data(), a16.get(), 2 * an * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+      return out;
+    };
+    const Run full = run(dgu.get<float>(), drem.get<float>(), true);
+    const Run bf_only = run(dgu.get<float>(), drem.get<float>(), false);
+    const Run scalar = run(dgu1.get<float>() + 1, drem1.get<float>() + 1, true);
+    INFO("ff " << ff);
+    CHECK(bf_only.a16 == full.a16);
+    CHECK(scalar.a16 == full.a16);
+    CHECK(std::memcmp(scalar.act.data(), full.act.data(), an * 4) == 0);
+    for (float v : bf_only.act) REQUIRE(std::isnan(v));  // no fp32 row asked: its buffer keeps the 0xff fill
+    for (size_t i = 0; i < an; ++i) {
+      const size_t gi = (i / size_t(ff)) * 2 * size_t(ff) + i % size_t(ff);
+      const float g = gu[gi] + rem[gi], u = gu[gi + ff] + rem[gi + ff];
+      CHECK(full.act[i] == Approx(g / (1.0f + std::exp(-g)) * u).epsilon(1e-5).margin(1e-6));
+      REQUIRE(full.a16[i] == bf16_rn(full.act[i]));
+      REQUIRE(full.a16[an + i] == cuda_test::bf16_rem(full.act[i]));
+    }
+  }
+}
+
 TEST_CASE("the skinny matmul gives a row the same bits in windows of 1 to 200 rows, close to an exact product") {
   REQUIRE(CudaBackend::device_count() > 0);
   cudaStream_t st = nullptr;
