@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
   const float inv = inv_rms(ss, warp_sums, n, eps);
 
-  float* yr = y + size_t(i_out) * n;
+  float* yr = y ? y + size_t(i_out) * n : nullptr;
   __nv_bfloat16* y16r = y16 ? y16 + size_t(i_out) * n : nullptr;
 #pragma unroll
   for (int k = 0; k < kG; ++k) {
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       Row4 o;
 #pragma unroll
       for (int c = 0; c < 4; ++c) o.v[c] = __fmul_rn(wk.v[c], __fmul_rn(v[k].v[c], inv));
-      store4<kVec>(yr, 4 * g, n, o);
+      if (yr) store4<kVec>(yr, 4 * g, n, o);
       if (y16r) {
         if (kVec) {
           store_bf16x2_split(y16r + 4 * g, rem_off, o.v[0], o.v[1]);
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
   }
   const float inv = inv_rms(ss, warp_sums, n, eps);
-  float* yr = y + size_t(i_out) * n;
+  float* yr = y ? y + size_t(i_out) * n : nullptr;
   for (int g = threadIdx.x; g < ng; g += T) {
     for (int c = 0; c < 4; ++c) {
       const int i = 4 * g + c;
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       float v = xr[i];  // this thread's own write above when write_back
       if (dr && !write_back) v = __fadd_rn(v, upd(i));
       const float o = __fmul_rn(weight[i], __fmul_rn(v, inv));
-      yr[i] = o;
+      if (yr) yr[i] = o;
       if (y16) store_bf16_split(y16 + size_t(i_out) * n + i, rem_off, o);
     }
   }
