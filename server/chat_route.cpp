@@ -114,21 +114,16 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
   ChatPlan& p = s.plan;
   GenerationJob& job = *s.job;
   size_t n = job.size();
-  bool client_ok = true;
-  auto send = [&](const nlohmann::json& j) {
-    if (client_ok && !write(sse_data(j))) client_ok = false;
-    return client_ok;
-  };
+  SseSession sse(env, s.call, write);
+  auto send = [&](const nlohmann::json& j) { return sse.send(j); };
   std::vector<std::unique_ptr<OutputParser>> parsers;
   for (size_t i = 0; i < n; ++i) {
     parsers.push_back(make_output_parser(p.parser));
     send(chat_chunk_json(p.header, static_cast<int>(i), {{"role", "assistant"}, {"content", ""}}, "", nullptr));
   }
-  auto base_stop = stop_predicate(env, s.call);
-  auto stop = [&] { return !client_ok || base_stop(); };
   int completion = 0, prompt_tokens = static_cast<int>(p.prompt.size()), cached = 0;
-  while (!job.finished() && client_ok) {
-    auto ev = job.wait(stop);
+  while (!job.finished() && sse.client_ok()) {
+    auto ev = job.wait(sse.stop());
     if (!ev) break;
     auto& [i, e] = *ev;
     int idx = static_cast<int>(i);
@@ -160,18 +155,9 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
       if (i == 0) cached = f.cached_prompt_tokens;
     }
   }
-  if (!client_ok) {  // the client left: free its slots now rather than when the response object dies
-    job.cancel();
-    return 499;
-  }
-  if (!job.finished()) {
-    ApiError err = unavailable_error("the server stopped this request before it finished", "request_aborted");
-    send(error_body(err));
-    return err.status;
-  }
-  if (p.req.gen.include_usage) send(chat_usage_chunk_json(p.header, usage_json(prompt_tokens, completion, cached)));
-  write(sse_done());
-  return 200;
+  return sse.finish(job, p.req.gen.include_usage
+                            ? chat_usage_chunk_json(p.header, usage_json(prompt_tokens, completion, cached))
+                            : nlohmann::json());
 }
 
 }  // namespace

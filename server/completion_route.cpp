@@ -128,22 +128,18 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
   GenerationJob& job = *s.job;
   size_t n = job.size();
   int per_prompt = p.req.gen.n;
-  bool client_ok = true;
-  auto send = [&](const nlohmann::json& j) {
-    if (client_ok && !write(sse_data(j))) client_ok = false;
-  };
+  SseSession sse(env, s.call, write);
+  auto send = [&](const nlohmann::json& j) { sse.send(j); };
   std::vector<size_t> offsets(n, 0);
   int cached = 0;
   // Echo without prompt logprobs can go out at once; with them it waits for the engine's prompt scores.
   bool echo_now = p.req.echo && p.req.logprobs < 0;
   if (echo_now)
     for (size_t i = 0; i < n; ++i) send(completion_chunk_json(p.header, static_cast<int>(i), p.prompt_texts[i / per_prompt], "", nullptr));
-  auto base_stop = stop_predicate(env, s.call);
-  auto stop = [&] { return !client_ok || base_stop(); };
   int completion = 0;
   std::vector<std::vector<TokenEvent>> pending(n);  // tokens held until the prompt logprobs arrive (echo+logprobs)
-  while (!job.finished() && client_ok) {
-    auto ev = job.wait(stop);
+  while (!job.finished() && sse.client_ok()) {
+    auto ev = job.wait(sse.stop());
     if (!ev) break;
     auto& [i, e] = *ev;
     int idx = static_cast<int>(i);
@@ -186,18 +182,9 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
       if (i % size_t(per_prompt) == 0) cached += f.cached_prompt_tokens;
     }
   }
-  if (!client_ok) {
-    job.cancel();
-    return 499;
-  }
-  if (!job.finished()) {
-    ApiError err = unavailable_error("the server stopped this request before it finished", "request_aborted");
-    send(error_body(err));
-    return err.status;
-  }
-  if (p.req.gen.include_usage) send(completion_usage_chunk_json(p.header, usage_json(usage_prompt_tokens(p), completion, cached)));
-  write(sse_done());
-  return 200;
+  return sse.finish(job, p.req.gen.include_usage
+                            ? completion_usage_chunk_json(p.header, usage_json(usage_prompt_tokens(p), completion, cached))
+                            : nlohmann::json());
 }
 
 }  // namespace

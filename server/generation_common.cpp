@@ -7,6 +7,7 @@
 
 #include "server/openai/errors.hpp"
 #include "server/openai/fields.hpp"
+#include "server/openai/sse.hpp"
 
 namespace strata {
 
@@ -109,6 +110,33 @@ std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& cal
   const std::atomic<bool>* aborting = env.aborting;
   std::function<bool()> gone = call.client_gone;
   return [aborting, gone] { return (aborting && aborting->load()) || (gone && gone()); };
+}
+
+SseSession::SseSession(const RouteEnv& env, const CallContext& call,
+                       const std::function<bool(const std::string&)>& write)
+    : write_(write) {
+  auto base = stop_predicate(env, call);
+  stop_ = [this, base] { return !client_ok_ || base(); };
+}
+
+bool SseSession::send(const nlohmann::json& event) {
+  if (client_ok_ && !write_(sse_data(event))) client_ok_ = false;
+  return client_ok_;
+}
+
+int SseSession::finish(GenerationJob& job, const nlohmann::json& usage_chunk) {
+  if (!client_ok_) {
+    job.cancel();
+    return 499;
+  }
+  if (!job.finished()) {
+    ApiError err = unavailable_error("the server stopped this request before it finished", "request_aborted");
+    send(error_body(err));
+    return err.status;
+  }
+  if (!usage_chunk.is_null()) send(usage_chunk);
+  write_(sse_done());
+  return 200;
 }
 
 RouteResponse unfinished_response(const RouteEnv& env) {

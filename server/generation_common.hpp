@@ -1,5 +1,6 @@
 // Pieces the chat and completions routes share: model resolution, prompt-length checks, building the n
-// engine requests of a choice set, and the "stop waiting" predicate (client gone or server aborting).
+// engine requests of a choice set, the "stop waiting" predicate (client gone or server aborting), and the
+// SSE session around a stream's events.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -55,6 +56,27 @@ struct WholeAnswer {
 std::optional<RouteResponse> collect_whole(const RouteEnv& env, GenerationJob& job, const CallContext& call,
                                            WholeAnswer* out,
                                            const std::function<void(size_t, const TokenEvent&)>& on_token);
+
+// What both streaming routes do around their events: send them while the client listens, stop waiting when
+// it leaves or the server aborts, and end the stream. finish() cancels the job and returns 499 when the
+// client left (its slots are freed now, not when the response object dies); sends the error event when the
+// engine stopped the job before it finished; else sends `usage_chunk` (unless null) and [DONE], 200.
+class SseSession {
+ public:
+  SseSession(const RouteEnv& env, const CallContext& call, const std::function<bool(const std::string&)>& write);
+  SseSession(const SseSession&) = delete;  // stop() refers to this object
+  SseSession& operator=(const SseSession&) = delete;
+  bool send(const nlohmann::json& event);  // false once the client is gone (nothing more is written)
+  bool client_ok() const { return client_ok_; }
+  // The predicate GenerationJob::wait takes.
+  const std::function<bool()>& stop() const { return stop_; }
+  int finish(GenerationJob& job, const nlohmann::json& usage_chunk);
+
+ private:
+  const std::function<bool(const std::string&)>& write_;
+  bool client_ok_ = true;
+  std::function<bool()> stop_;
+};
 
 // The state an SSE stream keeps alive while it runs: the route's plan and its engine job.
 template <class Plan>

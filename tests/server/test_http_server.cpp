@@ -248,6 +248,16 @@ TEST_CASE("a client that hangs up mid-stream cancels its generation", "[http][ca
   CHECK(wait_for([&] { return h.engine.running.load() == 0; }));
 }
 
+TEST_CASE("a client that hangs up mid-stream of a legacy completion cancels it too", "[http][cancel]") {
+  Harness h;
+  h.engine.token_delay = 20ms;
+  json body = {{"prompt", "hello"}, {"stream", true}, {"max_tokens", 400}, {"n", 2}};
+  send_and_hang_up(h.server->port(), http_post("/v1/completions", body.dump()), "\"text\":\"");
+  CHECK(wait_for([&] { return h.engine.cancelled.load() == 2; }));
+  CHECK(wait_for([&] { return h.engine.running.load() == 0; }));
+  CHECK(wait_for([&] { return h.client->Get("/metrics")->body.find("status=\"499\"") != std::string::npos; }));
+}
+
 TEST_CASE("a client that hangs up during a non-streaming request cancels it too", "[http][cancel]") {
   Harness h;
   h.engine.token_delay = 20ms;
