@@ -9,7 +9,8 @@
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
 #   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft);
 #   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes); ab1b ab8b (decode
-#   under each of VARIANTS, e.g. VARIANTS="--l2-prefetch 0,0;--l2-prefetch 16,0", AB_ROUNDS times alternated). BENCH_EXTRA adds
+#   under each of VARIANTS, e.g. VARIANTS="--fused-gemv on;--fused-gemv off", AB_ROUNDS times alternated,
+#   AB_BATCH batch sizes). BENCH_EXTRA adds
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
 #   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512).
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks):
@@ -56,14 +57,14 @@ for step in $steps; do
     bench8b)
       make_model 8b /tmp/llama-8b
       run timeout 200 "$bin/strata_bench_cuda" --model /tmp/llama-8b --prompt 256 --tokens 256 --prefill 512,4096 ${BENCH_EXTRA:-} 2>&1 | tee "$out/bench_8b.log" ;;
-    ab1b|ab8b)  # batch-1 decode under each of VARIANTS (bench flags, ';' between variants), alternated, AB_ROUNDS rounds
+    ab1b|ab8b)  # decode under each of VARIANTS (bench flags, ';' between variants), alternated, AB_ROUNDS rounds
       shape=${step#ab}; make_model "$shape" /tmp/llama-$shape
       IFS=';' read -r -a variants <<< "${VARIANTS:-}"
       for round in $(seq "${AB_ROUNDS:-2}"); do
         for v in "${variants[@]}"; do
           echo "--- $shape round $round: $v"
           run timeout 120 "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 --tokens 256 --prefill 16 \
-            ${AB_BATCH:+--batch $AB_BATCH} $v ${BENCH_EXTRA:-} 2>&1 | grep -E "decode|l2_prefetch" | tee -a "$out/ab_$shape.log"
+            ${AB_BATCH:+--batch $AB_BATCH} $v ${BENCH_EXTRA:-} 2>&1 | grep -E "^model=|decode" | tee -a "$out/ab_$shape.log"
         done
       done ;;
     ncu1b|ncu8b)  # per-kernel times of decode steps (the last replays of the run), CSV for tools/bench/ncu_summary.py
