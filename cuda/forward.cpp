@@ -36,8 +36,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // to a near-fp32 product (the skinny kernel's accuracy) where the weights, not the FLOPs, set the time.
   const bool split = want16 && T <= ctx.split_gemm_max_rows;
   const Bf16Out in16{want16 ? ws.in16 : nullptr, split};
-  // The normed matmul inputs in fp32, where a matmul reads them (the bf16 GEMMs read only in16).
+  // The fp32 matmul inputs (normed rows, SwiGLU's output), where a matmul reads them: the bf16 GEMMs read
+  // only in16, so there they are not written.
   float* const xn = want16 ? nullptr : ws.xn;
+  float* const act = want16 ? nullptr : ws.act;
   // The remainder half of a split GEMM's output y of row length n (or null).
   auto rem = [&](const float* y, int n) -> const float* { return split ? y + size_t(T) * size_t(n) : nullptr; };
   auto matmul = [&](const DeviceMatrix& m, const float* x, float* y) {
@@ -144,8 +146,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), Ly.bo, Ly.mlp_norm, nullptr, T, H, eps, true, xn, in16, stream);
     if (use_gemm) {
       matmul(Ly.wgu, ws.xn, ws.gu);
-      // With bf16 weights the down projection reads only the bf16 copy, so the fp32 row is not written.
-      launch_swiglu(ws.gu, rem(ws.gu, 2 * FF), T, FF, want16 ? nullptr : ws.act, in16, stream);
+      launch_swiglu(ws.gu, rem(ws.gu, 2 * FF), T, FF, act, in16, stream);
     } else {
       launch_matvec_swiglu(Ly.wgu.ptr, Ly.wgu.type, FF, Ly.wgu.cols, ws.xn, T, ws.act, stream);
     }

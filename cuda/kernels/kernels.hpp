@@ -30,8 +30,8 @@ struct Bf16Out {
 
 // For output row i with source row s = row_map ? row_map[i] : i: v = x[s] + ((delta[s] + delta_rem[s]) +
 // bias) (delta, delta_rem and bias optional), x[s] = v when write_back, y[i] = weight * (v * rsqrt-free
-// 1/sqrt(mean(v^2) + eps)) (y may be null when y16.p is set) and, when y16.p is set, its bf16 form (Bf16Out). The residual add is fused into the
-// norm so the residual stream makes one trip through memory per sub-layer.
+// 1/sqrt(mean(v^2) + eps)) and, when y16.p is set, its bf16 form (Bf16Out; y may then be null). The residual
+// add is fused into the norm so the residual stream makes one trip through memory per sub-layer.
 void launch_add_rmsnorm(float* x, const float* delta, const float* delta_rem, const float* bias, const float* weight,
                         const int* row_map, int rows, int n, float eps, bool write_back, float* y, Bf16Out y16,
                         cudaStream_t stream);
