@@ -227,6 +227,14 @@ std::vector<OptionSpec> make_table() {
                       [](Config& c) -> int& { return c.engine.prefill_chunk; }, 1, 1 << 20));
   t.push_back(integer("max-window-tokens", M, "Rows per window in all (decode rows first, then prompt chunks)",
                       kScopeModel, [](Config& c) -> int& { return c.engine.max_window_tokens; }, 1, 1 << 20));
+  {
+    OptionSpec o = nonempty_text("window-trace", M,
+                                 "Write one JSON line per engine window to FILE: its start, the engine's host time "
+                                 "before it, its duration and its rows by kind (for diagnosing throughput)",
+                                 kScopeModel, [](Config& c) -> std::string& { return c.engine.window_trace; }, "FILE");
+    o.show = [](const Config& c) { return c.engine.window_trace.empty() ? std::string("none") : c.engine.window_trace; };
+    t.push_back(o);
+  }
 
   // --- speculative decoding ---
   t.push_back(choice<SpecMode>("spec", P, "Speculative decoding drafter", kScopeModel,

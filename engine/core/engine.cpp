@@ -5,6 +5,7 @@
 #include "engine/core/engine.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -66,6 +67,10 @@ struct Engine::Impl {
   Impl(BackendFactory f, const Tokenizer& t, std::vector<TokenId> eos, EngineOptions o)
       : factory(std::move(f)), tok(t), out(t, std::move(eos), &waker), opts(std::move(o)) {
     if (!opts.faults.empty()) faults = std::make_shared<FaultInjector>(opts.faults);
+    if (!opts.window_trace.empty()) {
+      trace.reset(std::fopen(opts.window_trace.c_str(), "w"));
+      if (!trace) throw std::runtime_error("cannot open the window trace file " + opts.window_trace);
+    }
   }
 
   BackendFactory factory;
@@ -100,6 +105,11 @@ struct Engine::Impl {
   BackendInfo info;
   uint64_t windows_run = 0;
   int consecutive_faults = 0;
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, FileCloser> trace;  // opts.window_trace
+  Clock::time_point trace_epoch = Clock::now(), last_window_end{};
 
   std::unique_ptr<Watchdog> watchdog;
 
@@ -699,6 +709,18 @@ struct Engine::Impl {
     return ci;
   }
 
+  // One line of the window trace: when the backend call began, the engine's own time since the previous
+  // window's call returned (its outputs, admission, this window's plan), the call's duration, its rows.
+  void trace_window(const PlannedWindow& plan, Clock::time_point t0, Clock::time_point t1) {
+    const double gap_us = last_window_end == Clock::time_point{} ? -1.0 : seconds(last_window_end, t0) * 1e6;
+    std::fprintf(trace.get(),
+                 "{\"t\":%.6f,\"gap_us\":%.1f,\"us\":%.1f,\"kind\":\"%s\",\"rows\":%zu,\"decode\":%d,"
+                 "\"prefill\":%d,\"members\":%zu,\"running\":%zu}\n",
+                 seconds(trace_epoch, t0), gap_us, seconds(t0, t1) * 1e6, plan.kind(), plan.window.rows.size(),
+                 plan.decode_rows, plan.prefill_rows, plan.members.size(), running.size());
+    last_window_end = t1;
+  }
+
   void run_window(Incarnation& inc) {
     std::vector<SlotState*> live;
     for (auto& s : running)
@@ -742,6 +764,7 @@ struct Engine::Impl {
     ++windows_run;
     consecutive_faults = 0;  // a good window proves the rebuilt engine works
     if (opts.metrics) opts.metrics->window_duration(plan.kind(), seconds(t0, t1));
+    if (trace) trace_window(plan, t0, t1);
     if (results.size() != plan.window.rows.size())
       throw BackendFailure{"backend returned " + std::to_string(results.size()) + " results for a window of " +
                            std::to_string(plan.window.rows.size()) + " rows"};

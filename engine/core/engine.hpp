@@ -46,6 +46,9 @@ struct EngineOptions {
   // (room for the running requests' next decode rows); -1 = 1% of the pool, at least 1.
   int kv_watermark_blocks = -1;
   std::shared_ptr<Metrics> metrics;  // may be null
+  // A file that gets one JSON line per window (start, the engine's host time before it, its duration, rows by
+  // kind), for diagnosing throughput; "" = none. The engine refuses to start when it cannot be opened.
+  std::string window_trace;
   FaultPlan faults;              // empty: no fault injection
   SpeculationOptions speculation;
 };

@@ -2,8 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/core/engine.hpp"
 #include "tests/core/fake_backend.hpp"
@@ -289,6 +293,56 @@ TEST_CASE("windows mix every running slot's decode row with prompt chunks under 
   }
   CHECK(saw_mixed);
   CHECK(rig.world->bad_windows == 0);
+}
+
+TEST_CASE("the window trace has one line per window with its rows by kind", "[engine]") {
+  const std::string path = "engine_test_window_trace.jsonl";
+  std::remove(path.c_str());
+  Rig rig;
+  EngineOptions o;
+  o.max_window_tokens = 8;
+  o.prefill_chunk = 4;
+  o.window_trace = path;
+  Engine& e = rig.start(o);
+  std::vector<std::vector<TokenId>> prompts = {{10, 11, 12, 13, 14, 15}, {16, 17, 18}};
+  std::vector<std::shared_ptr<RequestChannel>> chans;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    chans.push_back(std::make_shared<RequestChannel>());
+    e.submit(make_request("t" + std::to_string(i), prompts[i], 7), chans.back());
+  }
+  for (auto& c : chans) REQUIRE(collect(*c).finish.completion_tokens == 7);
+  rig.engine.reset();  // closes the file
+  const std::vector<WindowRecord> seen = rig.world->windows_seen();
+  std::ifstream in(path);
+  std::string line;
+  int prefill = 0, decode = 0;
+  size_t n = 0;
+  double last_t = -1;
+  while (std::getline(in, line)) {
+    INFO(line);
+    const nlohmann::json j = nlohmann::json::parse(line);
+    REQUIRE(n < seen.size());
+    CHECK(j.at("rows").get<size_t>() == seen[n].rows.size());
+    CHECK(j.at("rows").get<int>() == j.at("decode").get<int>() + j.at("prefill").get<int>());
+    const std::string kind = j.at("kind");
+    CHECK(kind == (j.at("prefill") == 0 ? "decode" : j.at("decode") == 0 ? "prefill" : "mixed"));
+    CHECK(j.at("us").get<double>() >= 0);
+    CHECK(j.at("t").get<double>() >= last_t);
+    CHECK((n == 0 ? j.at("gap_us") == -1.0 : j.at("gap_us").get<double>() >= 0));
+    last_t = j.at("t");
+    prefill += j.at("prefill").get<int>();
+    decode += j.at("decode").get<int>();
+    ++n;
+  }
+  CHECK(n == seen.size());
+  CHECK(prefill == 9);     // every prompt row once
+  CHECK(decode == 2 * 6);  // the first token of each comes from its prompt's last row
+  std::remove(path.c_str());
+
+  EngineOptions bad;
+  bad.window_trace = "no-such-directory/trace.jsonl";
+  CHECK_THROWS_WITH(Engine(fake_factory(rig.world), fixture_tokenizer(), {kEos}, bad),
+                    Catch::Contains("no-such-directory/trace.jsonl"));
 }
 
 TEST_CASE("logprobs of each pick and its top alternatives are passed through", "[engine]") {

@@ -12,7 +12,8 @@
 #   under each of VARIANTS, e.g. VARIANTS="--fused-gemv on;--fused-gemv off", AB_ROUNDS times alternated,
 #   AB_BATCH batch sizes). BENCH_EXTRA adds
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
-#   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512).
+#   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512); SWEEP_SPLIT=1 runs each level
+#   on its own and saves the engine's window metrics after each (metrics_STEP_cN.txt).
 # BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks):
 # tools/bench/pack_device.sh packs them (and models/, node, a tokenizer) into .devcarry/ for the call.
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
@@ -87,10 +88,23 @@ for step in $steps; do
       timeout 120 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency 1 --requests 8 \
         --prompt-tokens 128 --max-tokens 128 --ignore-eos ${SWEEP_EXTRA:-} --quiet --json "$out/sweep_${step}_c1.json" 2>&1 |
         tee "$out/sweep_$step.txt"
-      [ "$levels" != 1 ] && timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 \
-        --concurrency "${levels#1,}" --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 \
-        --ignore-eos ${SWEEP_EXTRA:-} --quiet --json "$out/sweep_$step.json" --png "$out/sweep_$step.png" 2>&1 |
-        tee -a "$out/sweep_$step.txt"
+      metrics() { curl -s localhost:18081/metrics | grep -E "^strata_(window_duration_seconds_(sum|count)|prefix_cache|prompt_tokens_total|generation_tokens_total)" >"$out/metrics_${step}_$1.txt"; }
+      metrics c1
+      if [ -n "${SWEEP_SPLIT:-}" ]; then  # one bench_serve run a level, the engine's window metrics after each
+        for c in ${levels//,/ }; do
+          [ "$c" = 1 ] && continue
+          timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency "$c" \
+            --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 --ignore-eos ${SWEEP_EXTRA:-} \
+            --quiet --json "$out/sweep_${step}_c$c.json" 2>&1 | tee -a "$out/sweep_$step.txt"
+          metrics "c$c"
+        done
+      elif [ "$levels" != 1 ]; then
+        timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 \
+          --concurrency "${levels#1,}" --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 \
+          --ignore-eos ${SWEEP_EXTRA:-} --quiet --json "$out/sweep_$step.json" --png "$out/sweep_$step.png" 2>&1 |
+          tee -a "$out/sweep_$step.txt"
+        metrics all
+      fi
       kill $pid; wait $pid; grep -iE "error|warn" "$out/serve_$step.log" | head -5 ;;
     spec-cuda|spec-cuda-invariant|spec-cpu)  # strata bench spec on the embedded strata-tiny pair
       dev=cuda; cfg=""; [ "$step" = spec-cpu ] && dev=cpu
