@@ -440,21 +440,51 @@ struct CudaBackend::Impl {
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
+  // A segment whose replay and copies are queued, and what its host part needs after the synchronize.
+  struct Launched {
+    cuda::WindowMeta meta;
+    int first = 0;
+    std::vector<RowAnswer> answers;
+    std::vector<int> host_rows;
+    std::vector<char> device_picked;
+    std::vector<int> device_lp;  // alternatives the device computes, or -1
+  };
+  // A started window: its rows (copied), the results its answers point into, its last segment in flight.
+  struct InFlight {
+    Window win;
+    std::vector<RowResult> results;
+    Launched last;
+  };
+  std::unique_ptr<InFlight> in_flight;
+
   // Rows [first, last) as one graph replay, then the host part of each output row.
   void run_segment(const Window& win, int first, int last, std::vector<RowResult>* results) {
+    Launched l = launch_segment(win, first, last, results);
+    answer_segment(win, l);
+  }
+
+  // Queues rows [first, last)'s graph replay and the copies of what the host reads back.
+  Launched launch_segment(const Window& win, int first, int last, std::vector<RowResult>* results) {
     // Padding positions stay inside the scratch slot's one block (and the RoPE table).
     const int pad_span = std::min(book.block_size(), opts.max_context);
-    cuda::WindowMeta meta = cuda::build_window_meta(win, first, last, max_splits, scratch_slot, pad_span);
+    Launched l;
+    l.meta = cuda::build_window_meta(win, first, last, max_splits, scratch_slot, pad_span,
+                                     cuda::bucket_rows(opts.max_output_rows));
+    l.first = first;
+    cuda::WindowMeta& meta = l.meta;
     const cuda::MetaLayout layout(meta.shape);
     // What each output row needs: a pick the device makes (or the host), logprobs the device computes (or
     // the host, from the logits), the logits themselves. Rows the host answers get their logits back in one
     // go behind the graph, into pinned memory, before the one synchronize.
     const int V = cfg.vocab_size;
     const int n_out = int(meta.out_rows.size());
-    std::vector<RowAnswer> answers(static_cast<size_t>(n_out));
-    std::vector<int> host_rows;
-    std::vector<char> device_picked(static_cast<size_t>(n_out), 0);
-    std::vector<int> device_lp(static_cast<size_t>(n_out), -1);  // alternatives the device computes, or -1
+    std::vector<RowAnswer>& answers = l.answers;
+    std::vector<int>& host_rows = l.host_rows;
+    std::vector<char>& device_picked = l.device_picked;
+    std::vector<int>& device_lp = l.device_lp;
+    answers.resize(static_cast<size_t>(n_out));
+    device_picked.assign(static_cast<size_t>(n_out), 0);
+    device_lp.assign(static_cast<size_t>(n_out), -1);
     bool any_device_lp = false;
     for (int i = 0; i < n_out; ++i) {
       const int idx = first + meta.out_rows[size_t(i)];
@@ -499,6 +529,20 @@ struct CudaBackend::Impl {
     if (any_device_lp)
       STRATA_CUDA_CHECK(cudaMemcpyAsync(logprobs_host.get(), fwd.ws.logprobs, size_t(R) * cuda::kLogprobWords * 4,
                                         cudaMemcpyDeviceToHost, stream));
+    return l;
+  }
+
+  // Waits for a launched segment and makes the host part of its output rows.
+  void answer_segment(const Window& win, Launched& l) {
+    const int V = cfg.vocab_size;
+    const size_t row_bytes = size_t(V) * 4;
+    const cuda::WindowMeta& meta = l.meta;
+    const int first = l.first;
+    const int n_out = int(meta.out_rows.size());
+    std::vector<RowAnswer>& answers = l.answers;
+    const std::vector<int>& host_rows = l.host_rows;
+    const std::vector<char>& device_picked = l.device_picked;
+    const std::vector<int>& device_lp = l.device_lp;
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     for (size_t k = 0; k < host_rows.size(); ++k)
       answers[size_t(host_rows[k])].logits = logits_host.get<float>() + k * size_t(V);
@@ -536,31 +580,47 @@ struct CudaBackend::Impl {
     answer_rows(answers, V, [&](int n, const std::function<void(int, int)>& fn) { host_pool.parallel_for(n, fn); });
   }
 
-  std::vector<RowResult> run(const Window& win) {
+  // The window's segments but the last run to completion here; the last is left in flight for finish().
+  void start(const Window& win) {
+    if (in_flight) throw Error("cuda backend: a window was started while another is in flight");
     // The CPU backend's window rules and messages (SlotBook), so the engine treats both backends alike; a valid
     // window becomes the slots' history before the device runs it (commit() may trim it afterwards). A window
     // the pool has too few free blocks for throws KvExhausted from here, with nothing changed.
     book.accept(win);
+    auto f = std::make_unique<InFlight>();
+    f->win = win;
     const int T = int(win.rows.size());
-    std::vector<RowResult> results(static_cast<size_t>(T));
-    if (T == 0) return results;
-    upload_tables(win);
-
-    // Consecutive segments are an exact split of the window: a row reads only its slot's KV cells at positions
-    // up to its own, all written by this or an earlier segment.
-    int first = 0, outs = 0;
-    for (int i = 0; i < T; ++i) {
-      const Row& r = win.rows[size_t(i)];
-      const bool out = r.want_pick || r.want_logits || r.n_logprobs >= 0;
-      if (out && outs == opts.max_output_rows) {
-        run_segment(win, first, i, &results);
-        first = i;
-        outs = 0;
+    f->results.resize(static_cast<size_t>(T));
+    if (T > 0) {
+      upload_tables(win);
+      // Consecutive segments are an exact split of the window: a row reads only its slot's KV cells at
+      // positions up to its own, all written by this or an earlier segment.
+      int first = 0, outs = 0;
+      for (int i = 0; i < T; ++i) {
+        const Row& r = win.rows[size_t(i)];
+        const bool out = r.want_pick || r.want_logits || r.n_logprobs >= 0;
+        if (out && outs == opts.max_output_rows) {
+          run_segment(f->win, first, i, &f->results);
+          first = i;
+          outs = 0;
+        }
+        outs += out ? 1 : 0;
       }
-      outs += out ? 1 : 0;
+      f->last = launch_segment(f->win, first, T, &f->results);
     }
-    run_segment(win, first, T, &results);
-    return results;
+    in_flight = std::move(f);  // the answers point into *f, which stays where it is
+  }
+
+  std::vector<RowResult> finish() {
+    if (!in_flight) throw Error("cuda backend: finish_window without a started window");
+    std::unique_ptr<InFlight> f = std::move(in_flight);
+    if (!f->win.rows.empty()) answer_segment(f->win, f->last);
+    return std::move(f->results);
+  }
+
+  std::vector<RowResult> run(const Window& win) {
+    start(win);
+    return finish();
   }
 };
 
@@ -601,6 +661,8 @@ int CudaBackend::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
   return impl_->book.attach_prefix(s, prompt);
 }
 std::vector<RowResult> CudaBackend::run_window(const Window& window) { return impl_->run(window); }
+void CudaBackend::start_window(const Window& window) { impl_->start(window); }
+std::vector<RowResult> CudaBackend::finish_window() { return impl_->finish(); }
 void CudaBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
 // Positions past the cut stay in the arena until later windows overwrite them; nothing reads them first.
 int CudaBackend::truncate(SlotId s, int n_keep) { return impl_->book.truncate(s, n_keep); }
@@ -609,6 +671,7 @@ void CudaBackend::release() {
   // Work already queued finishes or faults; either way no window is in flight afterwards.
   (void)cudaStreamSynchronize(impl_->stream);
   (void)cudaGetLastError();
+  impl_->in_flight.reset();
   impl_->book.forget_last_window();
 }
 

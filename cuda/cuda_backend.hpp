@@ -120,6 +120,9 @@ class CudaBackend : public Backend {
   // Same window rules and error messages as the CPU backend (both keep a SlotBook); throws before any state
   // changes, KvExhausted included (the window needs more blocks than the pool has free).
   std::vector<RowResult> run_window(const Window& window) override;
+  // The window's graph replay is queued by start_window() and waited for by finish_window().
+  void start_window(const Window& window) override;
+  std::vector<RowResult> finish_window() override;
   void commit(SlotId slot, int n_keep) override;
   int truncate(SlotId slot, int n_keep) override;
   void release() override;

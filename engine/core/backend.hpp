@@ -81,6 +81,17 @@ class Backend {
   // Runs the window through all layers. Throws strata::Error on a bad window (unknown slot, position gap,
   // past capacity) or a device fault; the engine turns that into request errors.
   virtual std::vector<RowResult> run_window(const Window& window) = 0;
+  // The same window in two calls, so that the engine's host work on the previous window's picks (their text,
+  // stop strings, events) runs while the device computes this one. start_window() may throw whatever
+  // run_window() throws; finish_window() follows each start_window() that returned, with no other call on
+  // this backend between them, and returns the window's results. The default runs the window in
+  // finish_window(); a backend whose device runs asynchronously launches it in start_window().
+  virtual void start_window(const Window& window) { started_ = window; }
+  virtual std::vector<RowResult> finish_window() {
+    Window w = std::move(started_);
+    started_ = Window{};
+    return run_window(w);
+  }
 
   // Makes the first n_keep rows of this slot's part of the last window permanent; state past them is
   // discarded (or overwritten before any read). A plain window commits all its rows implicitly.
@@ -97,6 +108,9 @@ class Backend {
 
   // Watchdog path: abandon in-flight work and return to a state where every slot can be reset.
   virtual void release() {}
+
+ private:
+  Window started_;  // the default start_window()'s window, until finish_window()
 };
 
 }  // namespace strata

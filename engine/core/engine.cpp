@@ -266,6 +266,7 @@ struct Engine::Impl {
 
   // ---- recovery (run by whichever thread owns the scheduler state) ----------------------------------
   void fail_in_call(const Failure& fault) {
+    flush_text();  // picks accepted before the fault: their text goes out before any error
     for (SlotState* s : in_call)
       if (!s->done) deliver_error(*s, fault);
     in_call.clear();
@@ -274,6 +275,7 @@ struct Engine::Impl {
   // The backend is gone: every slot is lost. Requests that were not in the failed call go back to the front
   // of the line and recompute their history on the new backend.
   void requeue_running() {
+    flush_text();
     std::deque<std::unique_ptr<SlotState>> back;
     for (auto& s : running) {
       if (s->done) continue;
@@ -418,6 +420,7 @@ struct Engine::Impl {
 
   // One scheduler iteration; false once a stop has ended every request.
   bool step(Incarnation& inc) {
+    if (running.empty()) flush_text();  // requests that all ended by their ids: nothing will start
     {
       std::unique_lock<std::mutex> lock(mu);
       if (running.empty() && resume.empty())
@@ -438,12 +441,14 @@ struct Engine::Impl {
     finish_exhausted(inc);
     publish();
     if (!running.empty()) run_window(inc);
+    else flush_text();
     waker.flush();  // anything a window that threw left posted
     publish();
     return true;
   }
 
   void shutdown(Incarnation& inc) {
+    flush_text();
     Failure f{503, "engine_shutdown", "the engine shut down before the request finished"};
     for (auto& s : running) {
       if (s->done) continue;
@@ -464,8 +469,9 @@ struct Engine::Impl {
     std::vector<SlotState*> gone;
     for (auto& s : running)
       if (s->channel->cancelled()) gone.push_back(s.get());
+    if (!gone.empty()) flush_text();  // their last picks' text first (which may end them, too)
     for (SlotState* s : gone) {
-      deliver_cancel(*s);
+      if (!s->done) deliver_cancel(*s);
       retire(inc, s);
     }
     for (auto it = resume.begin(); it != resume.end();) {
@@ -721,10 +727,72 @@ struct Engine::Impl {
     last_window_end = t1;
   }
 
+  // ---- the window pipeline --------------------------------------------------------------------------
+  // A window's picks are accepted (accept_pick: history, counters, the ids' verdict) as soon as its call
+  // returns: that is all the next window needs. Their text (detokenizing, stop strings, token events) is made
+  // by flush_text() once the next window has started, while the device computes it. A stop string found
+  // then ends its request although the request has a row in that window: the row's result is dropped and
+  // the slot retired after the window. Entries point into `running` or `ended`; whatever destroys a
+  // SlotState flushes first, so no entry outlives its request.
+  struct PendingPick {
+    SlotState* s;
+    RowResult r;
+    OutputProcessor::Verdict v;
+    int n_at;  // n_generated right after this pick
+  };
+  std::vector<PendingPick> pending;
+  std::vector<std::unique_ptr<SlotState>> ended;  // ended by their ids: slot closed, last text pending
+
+  void flush_text() {
+    if (pending.empty() && ended.empty()) return;
+    std::vector<std::pair<SlotState*, FinishEvent>> finished;
+    int generated = 0;
+    for (PendingPick& p : pending) {
+      SlotState& s = *p.s;
+      if (s.done || s.ending) continue;  // a stop string ended it at an earlier pick (a verify window's)
+      ++generated;
+      std::optional<FinishEvent> f = out.emit_pick(s, p.r, p.v, p.n_at);
+      if (f) {
+        s.ending = true;
+        finished.emplace_back(&s, std::move(*f));
+      }
+    }
+    pending.clear();
+    if (opts.metrics && generated > 0) opts.metrics->generation_tokens(generated);
+    waker.flush();  // the window's token events, one hand-off for all of them
+    for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
+    ended.clear();
+  }
+
+  // Requests whose finish is out (a stop string, found while a window ran) give their slots back; no window
+  // is in flight when this runs.
+  void retire_done(Incarnation& inc) {
+    std::vector<SlotState*> done;
+    for (auto& s : running)
+      if (s->done) done.push_back(s.get());
+    for (SlotState* s : done) retire(inc, s);
+  }
+
+  // A request its ids ended (EOS, a stop id, max_tokens): its slot goes back now, before the next window is
+  // planned, and the request waits in `ended` for its last text.
+  void end_by_ids(Incarnation& inc, SlotState* s) {
+    auto it = std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == s; });
+    ended.push_back(std::move(*it));
+    running.erase(it);
+    if (s->slot != kNoSlot) {
+      const SlotId slot = s->slot;
+      s->slot = kNoSlot;
+      n_busy.fetch_sub(1);
+      guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(slot); });
+    }
+  }
+
+  // One window: planned, started, the previous window's text made while it runs, its picks accepted. With
+  // nothing to run, the previous window's text is flushed here.
   void run_window(Incarnation& inc) {
     std::vector<SlotState*> live;
     for (auto& s : running)
-      if (s->slot != kNoSlot) live.push_back(s.get());
+      if (s->slot != kNoSlot && !s->done) live.push_back(s.get());
     WindowBudget budget;
     budget.max_rows = opts.max_window_tokens;
     if (info.max_window_rows > 0) budget.max_rows = std::min(budget.max_rows, info.max_window_rows);
@@ -738,17 +806,28 @@ struct Engine::Impl {
     // gives its blocks back and waits to be recomputed, and the window is planned again without it.
     for (;;) {
       plan = plan_window(live, budget);
-      if (plan.window.rows.empty()) return;
+      if (plan.window.rows.empty()) {
+        flush_text();
+        retire_done(inc);
+        return;
+      }
       in_call = plan.members;
       t0 = Clock::now();
       try {
-        results = guarded(inc, describe(plan), [&] { return inc.backend->run_window(plan.window); });
+        const CallInfo what = describe(plan);
+        guarded(inc, what, [&] { inc.backend->start_window(plan.window); });
+        flush_text();  // the previous window's text, while this one runs
+        results = guarded(inc, what, [&] { return inc.backend->finish_window(); });
         break;
       } catch (const OutOfKv& e) {
         in_call.clear();
+        flush_text();
+        retire_done(inc);
+        live.erase(std::remove_if(live.begin(), live.end(), [](const SlotState* x) { return x->done; }), live.end());
         SlotState* victim = youngest_with_slot();
         if (victim == nullptr || live.size() <= 1) {
           // Alone and still out of blocks: validate() should have made this impossible.
+          if (live.empty()) return;
           SlotState* s = victim != nullptr ? victim : live.front();
           deliver_error(*s, {500, "kv_cache_exhausted", "the KV cache cannot hold this request: " + e.what});
           retire(inc, s);
@@ -769,10 +848,9 @@ struct Engine::Impl {
       throw BackendFailure{"backend returned " + std::to_string(results.size()) + " results for a window of " +
                            std::to_string(plan.window.rows.size()) + " rows"};
 
-    std::vector<std::pair<SlotState*, FinishEvent>> finished;
-    int generated = 0;
-    // Emits one pick through the stop rules, token by token exactly as plain decoding would; false once the
-    // request is done (a stop inside accepted drafts ends it there).
+    std::vector<SlotState*> to_end;
+    // Accepts one pick as plain decoding would, token by token; false once its ids end the request (a stop
+    // inside accepted drafts ends it there).
     auto emit = [&](SlotState& s, const RowResult& r) {
       check_pick(r.pick);
       if (s.n_generated == 0) {
@@ -785,10 +863,10 @@ struct Engine::Impl {
         opts.metrics->inter_token_latency(seconds(s.last_token, t1));
       }
       s.last_token = t1;
-      ++generated;
-      std::optional<FinishEvent> f = out.accept(s, r);
-      if (f) {
-        finished.emplace_back(&s, std::move(*f));
+      const OutputProcessor::Verdict v = out.accept_pick(s, r.pick);
+      pending.push_back(PendingPick{&s, r, v, s.n_generated});
+      if (v != OutputProcessor::Verdict::Continue) {
+        to_end.push_back(&s);
         return false;
       }
       if (s.suppressing && s.n_generated >= s.req->min_tokens)
@@ -804,6 +882,10 @@ struct Engine::Impl {
     for (size_t i = 0; i < results.size(); ++i) {
       const Row& row = plan.window.rows[i];
       SlotState& s = *plan.row_owner[i];
+      if (s.done) {  // a stop string ended it while this window ran: the rows' results are dropped
+        i += static_cast<size_t>(drafts_of[i]);
+        continue;
+      }
       if (drafts_of[i] > 0) {
         i += verify(inc, s, plan.window.rows, results, i, drafts_of[i], emit);
         continue;
@@ -813,11 +895,9 @@ struct Engine::Impl {
       if (!row.want_pick) continue;
       emit(s, results[i]);
     }
-    if (opts.metrics && generated > 0) opts.metrics->generation_tokens(generated);
-    waker.flush();  // the window's token events, one hand-off for all of them
-    for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
     in_call.clear();
-    for (auto& [s, f] : finished) retire(inc, s);
+    for (SlotState* s : to_end) end_by_ids(inc, s);
+    retire_done(inc);
     refresh_kv(inc);
   }
 

@@ -59,30 +59,35 @@ void OutputProcessor::drain_tail(SlotState& s, FinishEvent& f) const {
   }
 }
 
-std::optional<FinishEvent> OutputProcessor::accept(SlotState& s, const RowResult& r) const {
-  TokenId t = r.pick;
+OutputProcessor::Verdict OutputProcessor::accept_pick(SlotState& s, TokenId t) const {
   s.seq.push_back(t);
   ++s.n_generated;
-  bool may_stop = s.n_generated > s.req->min_tokens;
-  if (may_stop && ends_request(*s.req, t)) {
+  if (s.n_generated > s.req->min_tokens && ends_request(*s.req, t)) return Verdict::StopId;
+  return s.n_generated >= s.max_tokens ? Verdict::Length : Verdict::Continue;
+}
+
+std::optional<FinishEvent> OutputProcessor::emit_pick(SlotState& s, const RowResult& r, Verdict v, int n_at) const {
+  if (v == Verdict::StopId) {
+    s.n_generated = n_at;
     FinishEvent f = finish(s, FinishReason::Stop, "", "");
     drain_tail(s, f);
     return f;
   }
   TokenEvent ev;
-  ev.token = t;
+  ev.token = r.pick;
   ev.logprob = r.pick_logprob;
   ev.top = r.top;
-  std::string piece = s.detok.step(t);
+  std::string piece = s.detok.step(r.pick);
   // Before min_tokens no stop string may match, so nothing needs holding back either; once matching starts
   // the matcher's buffer is empty and sees every later byte.
-  ev.text = s.n_generated >= s.req->min_tokens ? s.stops.push(piece) : piece;
+  ev.text = n_at >= s.req->min_tokens ? s.stops.push(piece) : piece;
   bool stopped = s.stops.matched();
   s.channel->push(Event{std::move(ev), std::nullopt}, waker_ == nullptr);
   if (waker_) waker_->post(s.channel);
+  if (!stopped && v == Verdict::Continue) return std::nullopt;
+  s.n_generated = n_at;
   if (stopped) return finish(s, FinishReason::Stop, "", s.stops.matched_stop());
-  if (s.n_generated >= s.max_tokens) return finish_length(s);
-  return std::nullopt;
+  return finish_length(s);
 }
 
 FinishEvent OutputProcessor::finish_length(SlotState& s) const {

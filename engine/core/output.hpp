@@ -20,9 +20,16 @@ class OutputProcessor {
   OutputProcessor(const Tokenizer& tokenizer, std::vector<TokenId> eos_ids, Waker* waker = nullptr)
       : tok_(tokenizer), eos_(std::move(eos_ids)), waker_(waker) {}
 
-  // Applies the pick of the request's last row. Pushes the TokenEvent (if any) to the channel and returns
-  // the finish event when the request is done; the caller frees the slot and pushes it.
-  std::optional<FinishEvent> accept(SlotState& s, const RowResult& r) const;
+  // A pick in two steps, so that the engine can start the next window between them (the text is host work
+  // the next window does not depend on). accept_pick() is what the next window needs: the token joins the
+  // history, and the ids alone say whether the request ends here (EOS or a stop id past min_tokens: StopId;
+  // max_tokens reached: Length). emit_pick() then does the text: detokenizes, holds back a possible stop
+  // string, pushes the TokenEvent (none for a StopId token), and returns the finish event when the request
+  // ends at this token, which a stop string can make happen on a Continue. `n_at` is n_generated right after
+  // this token: with speculation later tokens may already be accepted, and a stop string here drops them.
+  enum class Verdict { Continue, StopId, Length };
+  Verdict accept_pick(SlotState& s, TokenId t) const;
+  std::optional<FinishEvent> emit_pick(SlotState& s, const RowResult& r, Verdict v, int n_at) const;
 
   // The finish of a request that ran out of tokens to generate without a pick (max_tokens reached).
   FinishEvent finish_length(SlotState& s) const;

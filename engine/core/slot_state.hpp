@@ -52,6 +52,7 @@ struct SlotState {
   Clock::time_point admitted{}, first_token{}, last_token{};
   bool admitted_once = false;
   bool done = false;  // its FinishEvent has been pushed; nothing may be sent after it
+  bool ending = false;  // its FinishEvent is made and about to be pushed (the engine's flush_text)
 
   // Rows the next window should feed for this request (0 once nothing is left to compute).
   int pending_rows() const { return static_cast<int>(seq.size()) - n_cached; }

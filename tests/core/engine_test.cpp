@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -343,6 +344,68 @@ TEST_CASE("the window trace has one line per window with its rows by kind", "[en
   bad.window_trace = "no-such-directory/trace.jsonl";
   CHECK_THROWS_WITH(Engine(fake_factory(rig.world), fixture_tokenizer(), {kEos}, bad),
                     Catch::Contains("no-such-directory/trace.jsonl"));
+}
+
+TEST_CASE("a window's text goes out while the next window runs, and a stop string drops the row in flight",
+          "[engine]") {
+  Rig rig;
+  const std::vector<TokenId> prompt = {10, 11, 12};
+  auto ch = std::make_shared<RequestChannel>();
+  std::vector<int> seen_at_start;  // token events out when window n (1-based) started
+  std::vector<Event> events;
+  std::mutex mu;  // the engine thread (on_start) and this one both pop; each pop and its append go together
+  auto pop = [&](std::chrono::milliseconds wait) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto ev = ch->pop(wait);
+    if (ev) events.push_back(std::move(*ev));
+    return ev.has_value();
+  };
+  rig.world->on_start = [&](int) {
+    while (pop(std::chrono::milliseconds(0))) {
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    seen_at_start.push_back(static_cast<int>(events.size()));
+  };
+  Engine& e = rig.start();
+  REQUIRE(e.submit(make_request("overlap", prompt, 5), ch) == SubmitResult::Accepted);
+  for (int i = 0; i < 500; ++i) {
+    pop(std::chrono::milliseconds(10));
+    std::lock_guard<std::mutex> lock(mu);
+    if (!events.empty() && events.back().finish) break;
+  }
+  REQUIRE(eventually([&] { return e.stats().running == 0; }));
+  rig.world->on_start = nullptr;
+  REQUIRE(!events.empty());
+  REQUIRE(events.back().finish.has_value());
+  // Window 1 is the prompt; window n >= 2 starts before the pick of window n - 1 has its text.
+  REQUIRE(seen_at_start.size() == 5);
+  for (size_t n = 1; n < seen_at_start.size(); ++n) CHECK(seen_at_start[n] == static_cast<int>(n) - 1);
+  std::vector<TokenId> ids;
+  for (const Event& ev : events)
+    if (ev.token) ids.push_back(ev.token->token);
+  CHECK(ids == rig.natural(prompt, 5));
+  CHECK(events.back().finish->reason == FinishReason::Length);
+  CHECK(events.back().finish->completion_tokens == 5);
+
+  // A stop string in the text of pick k is found while the window with the request's next row runs: that
+  // row's pick is dropped, the count stops at k, and the slot is freed.
+  const std::vector<TokenId> want = rig.natural(prompt, 5);
+  auto r = make_request("stop", prompt, 10);
+  const std::string stop = fixture_tokenizer().decode({want[2]}, true);
+  REQUIRE_FALSE(stop.empty());
+  r->stop = {stop};
+  int k = 1;  // the pick whose text completes the stop string first
+  while (fixture_tokenizer().decode(std::vector<TokenId>(want.begin(), want.begin() + k), true).find(stop) ==
+         std::string::npos)
+    ++k;
+  Outcome o = run_one(e, r);
+  REQUIRE(o.finished);
+  CHECK(o.finish.reason == FinishReason::Stop);
+  CHECK(o.finish.completion_tokens == k);
+  CHECK(o.ids() == std::vector<TokenId>(want.begin(), want.begin() + k));
+  CHECK(o.text().find(stop) == std::string::npos);
+  CHECK(rig.world->bad_windows == 0);
+  CHECK(eventually([&] { return rig.world->open_slots == 0 && e.stats().slots_busy == 0; }));
 }
 
 TEST_CASE("logprobs of each pick and its top alternatives are passed through", "[engine]") {

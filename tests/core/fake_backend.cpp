@@ -37,7 +37,29 @@ BackendInfo FakeBackend::info() const {
   return i;
 }
 
+void FakeBackend::idle_or_bad(const char* call) {
+  if (started_) throw Error(std::string("fake: ") + call + " while a window is started (" +
+                            std::to_string(world_->bad_windows.fetch_add(1) + 1) + " bad)");
+}
+
+void FakeBackend::start_window(const Window& window) {
+  idle_or_bad("start_window");
+  started_ = window;
+  if (world_->on_start) world_->on_start(world_->windows.load() + 1);
+}
+
+std::vector<RowResult> FakeBackend::finish_window() {
+  if (!started_) {
+    world_->bad_windows.fetch_add(1);
+    throw Error("fake: finish_window without start_window");
+  }
+  Window w = std::move(*started_);
+  started_.reset();
+  return run_window(w);
+}
+
 SlotId FakeBackend::open_slot() {
+  idle_or_bad("open_slot");
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (!slots_[i].open) {
       slots_[i] = Slot{};
@@ -49,9 +71,13 @@ SlotId FakeBackend::open_slot() {
   return kNoSlot;
 }
 
-void FakeBackend::reset_slot(SlotId slot) { slots_.at(static_cast<size_t>(slot)).history.clear(); }
+void FakeBackend::reset_slot(SlotId slot) {
+  idle_or_bad("reset_slot");
+  slots_.at(static_cast<size_t>(slot)).history.clear();
+}
 
 void FakeBackend::close_slot(SlotId slot) {
+  idle_or_bad("close_slot");
   Slot& s = slots_.at(static_cast<size_t>(slot));
   if (!s.open) throw Error("fake: close_slot of a closed slot " + std::to_string(slot));
   if (world_->closes.fetch_add(1) + 1 == world_->throw_at_close.load()) throw Error("fake: device fault in close_slot");
@@ -60,6 +86,7 @@ void FakeBackend::close_slot(SlotId slot) {
 }
 
 void FakeBackend::set_sampling(SlotId slot, const SamplingParams& params) {
+  idle_or_bad("set_sampling");
   Slot& s = slots_.at(static_cast<size_t>(slot));
   if (!s.open) throw Error("fake: set_sampling on a closed slot");
   s.sampling = params;
@@ -68,6 +95,7 @@ void FakeBackend::set_sampling(SlotId slot, const SamplingParams& params) {
 }
 
 std::vector<RowResult> FakeBackend::run_window(const Window& window) {
+  idle_or_bad("run_window");
   int n = world_->windows.fetch_add(1) + 1;
   {
     std::lock_guard<std::mutex> lock(world_->mu);
@@ -135,6 +163,7 @@ std::vector<RowResult> FakeBackend::run_window(const Window& window) {
 }
 
 void FakeBackend::commit(SlotId slot, int n_keep) {
+  idle_or_bad("commit");
   world_->commits.fetch_add(1);
   if (slot < 0 || slot >= world_->max_slots || !slots_[static_cast<size_t>(slot)].open) {
     world_->bad_windows.fetch_add(1);

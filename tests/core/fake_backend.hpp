@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "engine/core/backend.hpp"
@@ -34,6 +35,8 @@ struct FakeWorld {
   std::atomic<bool> fail_builds{false};     // rebuilds throw
   std::atomic<int> throw_at_window{-1};     // run_window number (1-based, over all backends) that throws
   std::atomic<int> throw_at_close{-1};      // close_slot call number (1-based, over all backends) that throws
+  // Called by start_window() with the window's number (1-based, over all backends), on the engine thread.
+  std::function<void(int)> on_start;
 
   // Observations.
   std::atomic<int> built{0}, released{0}, open_slots{0}, windows{0}, bad_windows{0}, closes{0}, commits{0};
@@ -60,6 +63,9 @@ class FakeBackend : public Backend {
   void close_slot(SlotId slot) override;
   void set_sampling(SlotId slot, const SamplingParams& params) override;
   std::vector<RowResult> run_window(const Window& window) override;
+  // A started window runs at finish_window(); any other call between the two counts as a bad window.
+  void start_window(const Window& window) override;
+  std::vector<RowResult> finish_window() override;
   // Trims the slot's part of the last window to its first n_keep rows, as a real backend drops rejected
   // drafts; a commit the engine gets wrong (no rows last window, n_keep out of range) counts as a bad window.
   void commit(SlotId slot, int n_keep) override;
@@ -72,8 +78,10 @@ class FakeBackend : public Backend {
     SamplingParams sampling;
     int last_window = -1, last_first = 0, last_count = 0;
   };
+  void idle_or_bad(const char* call);  // a call while a window is started breaks the contract
   std::shared_ptr<FakeWorld> world_;
   std::vector<Slot> slots_;
+  std::optional<Window> started_;
 };
 
 // A factory for Engine: the first call builds at once, later calls (rebuilds) honour the world's knobs.

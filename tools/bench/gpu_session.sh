@@ -93,8 +93,9 @@ for step in $steps; do
       if [ -n "${SWEEP_SPLIT:-}" ]; then  # one bench_serve run a level, the engine's window metrics after each
         for c in ${levels//,/ }; do
           [ "$c" = 1 ] && continue
+          # Prompts of its own (--seed): a level rerunning another's prompts would find them in the prefix cache.
           timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency "$c" \
-            --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 --ignore-eos ${SWEEP_EXTRA:-} \
+            --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 --ignore-eos --seed "$((c * 1000))" ${SWEEP_EXTRA:-} \
             --quiet --json "$out/sweep_${step}_c$c.json" 2>&1 | tee -a "$out/sweep_$step.txt"
           metrics "c$c"
         done
