@@ -434,8 +434,23 @@ struct CudaBackend::Impl {
         graph_for(meta.shape, meta.words.size() * 4);
       }
     }
+    // Windows past kDecodeRowsMax rows carry prompt chunks (mixed windows under load): one of each row bucket
+    // times its GEMMs, the bulk of a new shape's first window (75-100 ms at 8B against 18-25 for a shape
+    // whose GEMMs are known). Its rows stand alone as decode rows do, so the real windows' tile counts still
+    // make graphs of their own, on first use.
+    const int out_cap = cuda::bucket_rows(opts.max_output_rows);
+    const int picks = std::min(cuda::kDecodeRowsMax, opts.max_output_rows);  // what one replay answers
+    for (int tb = cuda::bucket_rows(cuda::kDecodeRowsMax + 1); tb <= cuda::bucket_rows(opts.max_window_rows);
+         tb = cuda::bucket_rows(tb + 1)) {
+      Window w;
+      for (int i = 0; i < tb; ++i) w.rows.push_back(Row{scratch_slot, 0, 0, i < picks});
+      cuda::WindowMeta meta = cuda::build_window_meta(w, 0, tb, max_splits, scratch_slot, pad_span, out_cap);
+      if (!seen.insert(meta.shape).second) continue;
+      std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
+      graph_for(meta.shape, meta.words.size() * 4);
+    }
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
-    spdlog::info("cuda: warm-up captured {} decode window shapes ({} GEMM shapes timed) in {:.1f} s", seen.size(),
+    spdlog::info("cuda: warm-up captured {} window shapes ({} GEMM shapes timed) in {:.1f} s", seen.size(),
                  gemm->tuned_shapes(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }

@@ -61,9 +61,9 @@ struct CudaBackendOptions {
   // default choice (cublasGemmEx).
   bool gemm_autotune = true;
   // At construction, capture the graph of every decode window shape (one row per slot, 1 .. min(max_slots,
-  // max_output_rows) slots, each attention split count the context allows) and time its GEMMs, so serving
-  // does not pay for them in its first windows of each batch size (TTFT spikes). Off until it has run on the
-  // GPU.
+  // max_output_rows) slots, each attention split count the context allows) and of one window per row bucket
+  // past kDecodeRowsMax (window_meta.hpp: where prompt chunks ride), timing their GEMMs, so serving does not
+  // pay for them in its first windows of each size (TTFT spikes). Off until it has run on the GPU.
   bool warm_up_decode = false;
   // Windows on the GEMM path that flash attention does not take (decode batches) use the tensor-core
   // attention kernel when the arena is bf16. false keeps the fixed-order kernels there too, so attention gives

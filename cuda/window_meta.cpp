@@ -59,7 +59,8 @@ int bucket_rows(int n) {
   return b;
 }
 
-WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits, SlotId pad_slot, int pad_span) {
+WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits, SlotId pad_slot, int pad_span,
+                             int out_cap) {
   WindowMeta m;
   const int T = last - first;
   // Query tiles: runs of consecutive rows of one slot at consecutive positions, cut every kAttnQueryTile.
@@ -93,7 +94,14 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
     }
   }
   const int R = int(m.out_rows.size());
-  const int Rb = pad_slot == kNoSlot || R == 0 ? R : std::min(bucket_rows(R), Tb);
+  int Rb = pad_slot == kNoSlot || R == 0 ? R : std::min(bucket_rows(R), Tb);
+  // A window past kDecodeRowsMax rows carries prompt chunks, and its decode rows are whatever number of
+  // requests happen to be decoding: bucketing those outputs finely made a new graph (an eager run, the LM
+  // head's GEMM timed for the new row count, a capture: 2-3x the window) each time the count crossed a
+  // bucket under load. With more than one output such a window computes kDecodeRowsMax of them (at most
+  // out_cap), which costs about what fewer do: the LM head reads its weights once for all rows.
+  if (pad_slot != kNoSlot && Tb > kDecodeRowsMax && R > 1)
+    Rb = std::max(Rb, std::min({Tb, out_cap, kDecodeRowsMax}));
   m.shape.rows = Tb;
   m.shape.out_rows = Rb;
   m.shape.tiles_cap = std::min(Tb, pow2_at_least(int(tile_first.size())));

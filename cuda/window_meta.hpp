@@ -39,9 +39,14 @@ struct WindowMeta {
 // (bucket_rows): 1, 2, 4, 8, 16, then steps of about 1.5x. Padding rows use positions below
 // min(pad_span, kAttnQueryTile): the CUDA backend passes its block size, so they stay in the scratch slot's one
 // reserved block.
+// out_cap: the most output rows a replay may compute (the workspace's); see kDecodeRowsMax.
 WindowMeta build_window_meta(const Window& window, int first, int last, int max_splits, SlotId pad_slot = kNoSlot,
-                             int pad_span = 16);
+                             int pad_span = 16, int out_cap = 0);
 int bucket_rows(int n);
+// Windows above this many rows are taken to carry prompt chunks; their output rows, when more than one, are
+// padded to this many (build_window_meta), so the graphs of mixed windows do not multiply with the number of
+// decoding requests.
+constexpr int kDecodeRowsMax = 128;
 
 // The kPickWords words of a device-sampled row (kernels.hpp, launch_sample): mode, top_k, temperature,
 // top_p, min_p (float bits), seed low, seed high, position.

@@ -209,7 +209,7 @@ TEST_CASE("each window shape is captured once and then replayed") {
   CHECK(be.graphs_captured() == 2);
 }
 
-TEST_CASE("the decode warm-up captures every decode shape up front and changes no result") {
+TEST_CASE("the warm-up captures every decode shape and each mixed row bucket up front and changes no result") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
   const int V = model->config.vocab_size, slots = 6;
@@ -221,8 +221,10 @@ TEST_CASE("the decode warm-up captures every decode shape up front and changes n
   ow.warm_up_decode = true;
   CudaBackend plain(*model, o), warm(*model, ow);
   CHECK(plain.graphs_captured() == 0);
-  // Row buckets 1, 2, 4, 8 (6 slots) x split caps 1, 2, 3.
-  CHECK(warm.graphs_captured() == 12);
+  // Row buckets 1, 2, 4, 8 (6 slots) x split caps 1, 2, 3, and one window of each row bucket past
+  // kDecodeRowsMax (192, 256, 384 and 512 rows for the default 512-row windows).
+  REQUIRE(o.max_window_rows == 512);
+  CHECK(warm.graphs_captured() == 12 + 4);
   std::vector<SlotId> ps, ws;
   std::vector<std::vector<TokenId>> prompts;
   for (int i = 0; i < slots; ++i) {

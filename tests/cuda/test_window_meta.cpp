@@ -177,3 +177,35 @@ TEST_CASE("a padded window keeps its real rows and fills the bucket with scratch
   // Without a scratch slot nothing is padded.
   CHECK(build_window_meta(w, 0, 37, 8).shape.rows == 37);
 }
+
+TEST_CASE("a window carrying prompt chunks pads more than one output to kDecodeRowsMax", "[host]") {
+  // d decode rows of d slots, then a 256-row prompt chunk of slot 100 whose last row picks.
+  const SlotId scratch = 200;
+  auto mixed = [&](int d) {
+    Window w;
+    for (int s = 0; s < d; ++s) w.rows.push_back(row(s, 10 + s, 300 + s, true, false));
+    for (int p = 0; p < 256; ++p) w.rows.push_back(row(100, 7, p, p == 255, false));
+    return build_window_meta(w, 0, int(w.rows.size()), 8, scratch, 16, 128);
+  };
+  for (int d : {1, 3, 15, 17, 30, 47, 64, 100, 127}) {
+    const WindowMeta m = mixed(d);
+    INFO(d);
+    CHECK(m.shape.rows == bucket_rows(d + 256));
+    CHECK(m.shape.out_rows == kDecodeRowsMax);  // one graph for every such count
+    CHECK(m.out_rows.size() == size_t(d + 1));
+    const MetaLayout L(m.shape);
+    for (int i = d + 1; i < kDecodeRowsMax; ++i) REQUIRE(m.words[size_t(L.out_rows + i)] == d + 255);
+  }
+  // A prompt chunk alone computes its one output row (or none), and decode windows keep their buckets.
+  Window chunk = slot_chunk(100, 0, 256);
+  CHECK(build_window_meta(chunk, 0, 256, 8, scratch, 16, 128).shape.out_rows == 0);
+  chunk.rows.back().want_pick = true;
+  CHECK(build_window_meta(chunk, 0, 256, 8, scratch, 16, 128).shape.out_rows == 1);
+  Window dec;
+  for (int s = 0; s < 37; ++s) dec.rows.push_back(row(s, 10 + s, 5 + s, true, false));
+  CHECK(build_window_meta(dec, 0, 37, 8, scratch, 64, 128).shape.out_rows == 48);
+  // Never past what the workspace holds (64 output rows here).
+  Window w = dec;
+  for (int p = 0; p < 256; ++p) w.rows.push_back(row(100, 7, p, p == 255, false));
+  CHECK(build_window_meta(w, 0, int(w.rows.size()), 8, scratch, 16, 64).shape.out_rows == 64);
+}
