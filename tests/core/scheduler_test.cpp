@@ -144,3 +144,36 @@ TEST_CASE("a window with drafts stays within the backend's exact rows and prompt
   CHECK(draft_allowance({a.get(), b.get(), c.get(), d.get()}, budget) == 61);
   CHECK(drafted(plan_window({a.get(), b.get(), c.get(), d.get()}, budget)) == 12);
 }
+
+TEST_CASE("a prompt whose rest would spill a few rows into the next window takes them now", "[scheduler]") {
+  auto a = state(0, 4, 4, 1);  // decoding
+  auto b = state(1, 129, 0);
+  auto c = state(2, 129, 0);
+  auto d = state(3, 129, 0);
+  // Cap 256: b whole, then c's 127 rows and its last 2 (within 256 / 8); d gets nothing more.
+  PlannedWindow p = plan_window({a.get(), b.get(), c.get(), d.get()}, WindowBudget{512, 256});
+  CHECK(p.decode_rows == 1);
+  CHECK(p.prefill_rows == 258);
+  CHECK(p.members.size() == 3);
+  CHECK(p.window.rows.back().slot == 2);
+  CHECK(p.window.rows.back().want_pick);  // c's first token comes from this window
+  // A rest larger than the slack stays for the next window.
+  auto e = state(4, 200, 0);
+  auto f = state(5, 129, 0);
+  PlannedWindow q = plan_window({e.get(), f.get()}, WindowBudget{512, 256});
+  CHECK(q.prefill_rows == 256);  // f: 56 of 129, 73 left
+  CHECK_FALSE(q.window.rows.back().want_pick);
+  // Never past the window's own budget: a 258-row window has room for 1 row past the cap, not c's 2.
+  PlannedWindow r = plan_window({a.get(), b.get(), c.get()}, WindowBudget{258, 256});
+  CHECK(r.window.rows.size() == 257);
+  CHECK(r.prefill_rows == 256);
+  // With drafts in the window the chunk keeps the exact cap: 17 rows under a cap of 16 leave 1 for later.
+  auto g = state(6, 4, 4, 1);
+  auto h = state(7, 17, 0);
+  PlannedWindow plain = plan_window({g.get(), h.get()}, WindowBudget{64, 16});
+  CHECK(plain.prefill_rows == 17);
+  g->drafts = {1, 2, 3, 4};
+  PlannedWindow drafted = plan_window({g.get(), h.get()}, WindowBudget{64, 16});
+  CHECK(drafted.member_drafts.front() == 4);
+  CHECK(drafted.prefill_rows == 16);
+}
