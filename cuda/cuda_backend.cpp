@@ -415,11 +415,24 @@ struct CudaBackend::Impl {
   // each entry of its block table is the scratch block, so every position is a cell of it, and rows at one
   // position are tiles of their own, as a decode row of each of B slots is. The shape is all a graph depends
   // on; the eager run before each capture (graph_for) also times the shape's GEMMs.
+  // Rows [first, last) as graph metadata: padded to their bucket with scratch-slot rows, whose positions stay
+  // inside its one block (and the RoPE table), and at most the workspace's output rows.
+  cuda::WindowMeta meta_for(const Window& w, int first, int last) {
+    const int pad_span = std::min(book.block_size(), opts.max_context);
+    return cuda::build_window_meta(w, first, last, max_splits, scratch_slot, pad_span,
+                                   cuda::bucket_rows(opts.max_output_rows));
+  }
+
   void warm_up_decode() {
     const auto t0 = std::chrono::steady_clock::now();
-    const int pad_span = std::min(book.block_size(), opts.max_context);
     const int max_rows = std::min({opts.max_slots, opts.max_output_rows, opts.max_window_rows});
     std::set<cuda::WindowShape> seen;
+    auto capture = [&](const Window& w) {  // once per shape
+      cuda::WindowMeta meta = meta_for(w, 0, int(w.rows.size()));
+      if (!seen.insert(meta.shape).second) return;
+      std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
+      graph_for(meta.shape, meta.words.size() * 4);
+    };
     std::vector<int> caps;  // the windows' split caps: powers of two, and max_splits itself
     for (int c = 1; c < max_splits; c *= 2) caps.push_back(c);
     caps.push_back(max_splits);
@@ -428,26 +441,19 @@ struct CudaBackend::Impl {
       for (int b = 1; b <= max_rows; ++b) {
         Window w;
         for (int i = 0; i < b; ++i) w.rows.push_back(Row{scratch_slot, 0, pos, true});
-        cuda::WindowMeta meta = cuda::build_window_meta(w, 0, b, max_splits, scratch_slot, pad_span);
-        if (!seen.insert(meta.shape).second) continue;
-        std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
-        graph_for(meta.shape, meta.words.size() * 4);
+        capture(w);
       }
     }
     // Windows past kDecodeRowsMax rows carry prompt chunks (mixed windows under load): one of each row bucket
     // times its GEMMs, the bulk of a new shape's first window (75-100 ms at 8B against 18-25 for a shape
     // whose GEMMs are known). Its rows stand alone as decode rows do, so the real windows' tile counts still
     // make graphs of their own, on first use.
-    const int out_cap = cuda::bucket_rows(opts.max_output_rows);
     const int picks = std::min(cuda::kDecodeRowsMax, opts.max_output_rows);  // what one replay answers
     for (int tb = cuda::bucket_rows(cuda::kDecodeRowsMax + 1); tb <= cuda::bucket_rows(opts.max_window_rows);
          tb = cuda::bucket_rows(tb + 1)) {
       Window w;
       for (int i = 0; i < tb; ++i) w.rows.push_back(Row{scratch_slot, 0, 0, i < picks});
-      cuda::WindowMeta meta = cuda::build_window_meta(w, 0, tb, max_splits, scratch_slot, pad_span, out_cap);
-      if (!seen.insert(meta.shape).second) continue;
-      std::copy(meta.words.begin(), meta.words.end(), meta_host.get<int32_t>());
-      graph_for(meta.shape, meta.words.size() * 4);
+      capture(w);
     }
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     spdlog::info("cuda: warm-up captured {} window shapes ({} GEMM shapes timed) in {:.1f} s", seen.size(),
@@ -480,11 +486,8 @@ struct CudaBackend::Impl {
 
   // Queues rows [first, last)'s graph replay and the copies of what the host reads back.
   Launched launch_segment(const Window& win, int first, int last, std::vector<RowResult>* results) {
-    // Padding positions stay inside the scratch slot's one block (and the RoPE table).
-    const int pad_span = std::min(book.block_size(), opts.max_context);
     Launched l;
-    l.meta = cuda::build_window_meta(win, first, last, max_splits, scratch_slot, pad_span,
-                                     cuda::bucket_rows(opts.max_output_rows));
+    l.meta = meta_for(win, first, last);
     l.first = first;
     cuda::WindowMeta& meta = l.meta;
     const cuda::MetaLayout layout(meta.shape);

@@ -5,9 +5,9 @@
 #include "engine/core/engine.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <sstream>
@@ -252,14 +252,18 @@ struct Engine::Impl {
     deliver_finish(s, std::move(f));
   }
 
+  // Gives the request's slot (if it holds one) back to the backend.
+  void release_slot(Incarnation& inc, SlotState* s) {
+    if (s->slot == kNoSlot) return;
+    const SlotId slot = s->slot;
+    s->slot = kNoSlot;
+    n_busy.fetch_sub(1);
+    guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(slot); });
+  }
+
   // Frees the slot of a finished request and drops it from `running`.
   void retire(Incarnation& inc, SlotState* s) {
-    if (s->slot != kNoSlot) {
-      SlotId slot = s->slot;
-      s->slot = kNoSlot;
-      n_busy.fetch_sub(1);
-      guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(slot); });
-    }
+    release_slot(inc, s);
     running.erase(std::remove_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == s; }),
                   running.end());
   }
@@ -441,7 +445,6 @@ struct Engine::Impl {
     finish_exhausted(inc);
     publish();
     if (!running.empty()) run_window(inc);
-    else flush_text();
     waker.flush();  // anything a window that threw left posted
     publish();
     return true;
@@ -715,8 +718,9 @@ struct Engine::Impl {
     return ci;
   }
 
-  // One line of the window trace: when the backend call began, the engine's own time since the previous
-  // window's call returned (its outputs, admission, this window's plan), the call's duration, its rows.
+  // One line of the window trace: when the window started, the engine's own time since the previous window
+  // returned (accepting its picks, admission, this window's plan: what the device waits for), the window's
+  // duration (start to results, the previous window's text made inside it), its rows.
   void trace_window(const PlannedWindow& plan, Clock::time_point t0, Clock::time_point t1) {
     const double gap_us = last_window_end == Clock::time_point{} ? -1.0 : seconds(last_window_end, t0) * 1e6;
     std::fprintf(trace.get(),
@@ -751,7 +755,7 @@ struct Engine::Impl {
       SlotState& s = *p.s;
       if (s.done || s.ending) continue;  // a stop string ended it at an earlier pick (a verify window's)
       ++generated;
-      std::optional<FinishEvent> f = out.emit_pick(s, p.r, p.v, p.n_at);
+      std::optional<FinishEvent> f = out.emit_pick(s, std::move(p.r), p.v, p.n_at);
       if (f) {
         s.ending = true;
         finished.emplace_back(&s, std::move(*f));
@@ -779,12 +783,7 @@ struct Engine::Impl {
     auto it = std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == s; });
     ended.push_back(std::move(*it));
     running.erase(it);
-    if (s->slot != kNoSlot) {
-      const SlotId slot = s->slot;
-      s->slot = kNoSlot;
-      n_busy.fetch_sub(1);
-      guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(slot); });
-    }
+    release_slot(inc, s);
   }
 
   // One window: planned, started, the previous window's text made while it runs, its picks accepted. With
@@ -851,7 +850,7 @@ struct Engine::Impl {
     std::vector<SlotState*> to_end;
     // Accepts one pick as plain decoding would, token by token; false once its ids end the request (a stop
     // inside accepted drafts ends it there).
-    auto emit = [&](SlotState& s, const RowResult& r) {
+    auto emit = [&](SlotState& s, RowResult& r) {
       check_pick(r.pick);
       if (s.n_generated == 0) {
         s.first_token = t1;
@@ -864,7 +863,7 @@ struct Engine::Impl {
       }
       s.last_token = t1;
       const OutputProcessor::Verdict v = out.accept_pick(s, r.pick);
-      pending.push_back(PendingPick{&s, r, v, s.n_generated});
+      pending.push_back(PendingPick{&s, std::move(r), v, s.n_generated});
       if (v != OutputProcessor::Verdict::Continue) {
         to_end.push_back(&s);
         return false;
@@ -914,18 +913,15 @@ struct Engine::Impl {
   void preempt(Incarnation& inc, SlotState* s, const std::string& why) {
     log_event(spdlog::level::info, s->req->id, "request preempted",
               {{"reason", why}, {"positions", s->n_cached}, {"generated", s->n_generated}});
-    const SlotId slot = s->slot;
-    s->slot = kNoSlot;
     s->n_cached = 0;
     s->suppressing = false;
     s->drafts.clear();
-    n_busy.fetch_sub(1);
     auto it = std::find_if(running.begin(), running.end(), [&](const auto& p) { return p.get() == s; });
     resume.push_front(std::move(*it));
     running.erase(it);
     n_preemptions.fetch_add(1);
     if (opts.metrics) opts.metrics->preemption();
-    guarded(inc, call("close_slot"), [&] { inc.backend->close_slot(slot); });
+    release_slot(inc, s);
   }
 
   void check_pick(TokenId pick) const {
@@ -939,7 +935,7 @@ struct Engine::Impl {
   // up to and including the first mismatch are exactly plain decoding's next tokens. Returns the rows
   // consumed after `first`.
   template <class Emit>
-  size_t verify(Incarnation& inc, SlotState& s, const std::vector<Row>& rows, const std::vector<RowResult>& results,
+  size_t verify(Incarnation& inc, SlotState& s, const std::vector<Row>& rows, std::vector<RowResult>& results,
                 size_t first, int n_drafts, Emit& emit) {
     int accepted = 0;
     while (accepted < n_drafts &&

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace strata {
 namespace {
@@ -66,7 +67,7 @@ OutputProcessor::Verdict OutputProcessor::accept_pick(SlotState& s, TokenId t) c
   return s.n_generated >= s.max_tokens ? Verdict::Length : Verdict::Continue;
 }
 
-std::optional<FinishEvent> OutputProcessor::emit_pick(SlotState& s, const RowResult& r, Verdict v, int n_at) const {
+std::optional<FinishEvent> OutputProcessor::emit_pick(SlotState& s, RowResult r, Verdict v, int n_at) const {
   if (v == Verdict::StopId) {
     s.n_generated = n_at;
     FinishEvent f = finish(s, FinishReason::Stop, "", "");
@@ -76,7 +77,7 @@ std::optional<FinishEvent> OutputProcessor::emit_pick(SlotState& s, const RowRes
   TokenEvent ev;
   ev.token = r.pick;
   ev.logprob = r.pick_logprob;
-  ev.top = r.top;
+  ev.top = std::move(r.top);
   std::string piece = s.detok.step(r.pick);
   // Before min_tokens no stop string may match, so nothing needs holding back either; once matching starts
   // the matcher's buffer is empty and sees every later byte.

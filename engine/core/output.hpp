@@ -29,7 +29,7 @@ class OutputProcessor {
   // this token: with speculation later tokens may already be accepted, and a stop string here drops them.
   enum class Verdict { Continue, StopId, Length };
   Verdict accept_pick(SlotState& s, TokenId t) const;
-  std::optional<FinishEvent> emit_pick(SlotState& s, const RowResult& r, Verdict v, int n_at) const;
+  std::optional<FinishEvent> emit_pick(SlotState& s, RowResult r, Verdict v, int n_at) const;
 
   // The finish of a request that ran out of tokens to generate without a pick (max_tokens reached).
   FinishEvent finish_length(SlotState& s) const;
