@@ -182,7 +182,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -200,6 +200,7 @@ int run_bench_command(int argc, char** argv) {
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
+  std::vector<std::pair<int, int>> mixed;  // (decode rows, prompt rows) of mixed windows
   auto parse_list = [](const char* arg, std::vector<int>* out) {
     out->clear();
     std::stringstream ss(arg);
@@ -251,6 +252,20 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_list(argv[++i], &prefill)) return usage(name);
     } else if (!std::strcmp(argv[i], "--batch") && has_value) {
       if (!parse_list(argv[++i], &batches)) return usage(name);
+    } else if (!std::strcmp(argv[i], "--mixed") && has_value) {
+      // B:P pairs: windows of B decode rows (B slots) and a P-row prompt chunk of one more slot, as the server's
+      // scheduler mixes them, timed against the same B decode rows alone.
+      std::stringstream ss(argv[++i]);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        const size_t colon = item.find(':');
+        int b, pr;
+        if (colon == std::string::npos || !parse_int(item.substr(0, colon).c_str(), 1, &b) ||
+            !parse_int(item.substr(colon + 1).c_str(), 1, &pr))
+          return usage(name);
+        mixed.emplace_back(b, pr);
+      }
+      if (mixed.empty()) return usage(name);
     } else {
       return usage(name);
     }
@@ -266,15 +281,21 @@ int run_bench_command(int argc, char** argv) {
     const ModelConfig& c = model->config;
     if (matvec) matvec_bench(c, bw);
     const int longest = std::max(prompt, prefill.empty() ? 1 : *std::max_element(prefill.begin(), prefill.end()));
-    const int max_batch = *std::max_element(batches.begin(), batches.end());
+    int max_batch = *std::max_element(batches.begin(), batches.end()), max_mixed_rows = 0, mixed_prompt = 0;
+    for (const auto& [b, pr] : mixed) {
+      max_batch = std::max(max_batch, b + 1);
+      max_mixed_rows = std::max(max_mixed_rows, b + pr);
+      mixed_prompt = std::max(mixed_prompt, pr);
+    }
     CudaBackendOptions o;
     o.max_slots = max_batch;
     o.max_context = std::max(prompt + tokens + 1, longest);
-    o.max_window_rows = std::max(longest, max_batch);
+    o.max_window_rows = std::max({longest, max_batch, max_mixed_rows});
     o.max_output_rows = std::max(o.max_output_rows, max_batch);
     // KV for what runs at once: every batch slot's prompt + tokens, or the longest prefill alone.
     const int per_slot = (prompt + tokens + 1 + o.kv_block_size - 1) / o.kv_block_size;
-    o.kv_blocks = std::max(max_batch * per_slot, (o.max_context + o.kv_block_size - 1) / o.kv_block_size) + 8;
+    o.kv_blocks = std::max(max_batch * per_slot, (o.max_context + o.kv_block_size - 1) / o.kv_block_size) +
+                  (mixed_prompt + o.kv_block_size - 1) / o.kv_block_size + 8;
     o.device = device;
     o.round_weights_to_bf16 = true;
     // The server's path without speculation unless asked (--gemm-min-rows 17: the speculation path, single rows
@@ -351,6 +372,62 @@ int run_bench_command(int argc, char** argv) {
       std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f %s=%.3f roofline_fraction=%.3f\n", B, prompt,
                   tokens, win_s * B, B == 1 ? "ms_per_token" : "ms_per_window", 1e3 * sb / (tokens - 1),
                   bytes_per_token * win_s / bw);
+      for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
+    }
+
+    // Mixed windows: B slots decoding (prefilled with the prompt) plus one slot's P-row prompt chunk from
+    // position 0 (the slot reset after each window), what a serving window holds when a request arrives; the
+    // same B decode rows alone are timed first, so mixed - decode is what the chunk adds to a window.
+    for (const auto& [B, P] : mixed) {
+      std::vector<SlotId> slots;
+      std::vector<TokenId> lasts;
+      for (int b = 0; b < B; ++b) {
+        const SlotId sb = b == 0 ? slot : be.open_slot();
+        be.reset_slot(sb);
+        be.set_sampling(sb, greedy);
+        slots.push_back(sb);
+        Window pw = prompt_window(sb, prompt, c.vocab_size);
+        for (Row& r : pw.rows) r.token = bench_token(r.pos + 7 * b, c.vocab_size);
+        lasts.push_back(be.run_window(pw).back().pick);
+      }
+      const SlotId ps = be.open_slot();
+      be.set_sampling(ps, greedy);
+      const int steps = std::max(4, std::min(tokens, 64) / 2);
+      int pos = prompt;
+      auto step = [&](bool with_prompt) {
+        Window w;
+        for (int b = 0; b < B; ++b) {
+          Row r;
+          r.slot = slots[size_t(b)];
+          r.token = lasts[size_t(b)];
+          r.pos = pos;
+          r.want_pick = true;
+          w.rows.push_back(r);
+        }
+        if (with_prompt) {
+          be.reset_slot(ps);
+          const Window pw = prompt_window(ps, P, c.vocab_size);
+          w.rows.insert(w.rows.end(), pw.rows.begin(), pw.rows.end());
+        }
+        const auto res = be.run_window(w);
+        for (int b = 0; b < B; ++b) lasts[size_t(b)] = res[size_t(b)].pick;
+        ++pos;
+      };
+      double ms[2];
+      for (int with_prompt = 0; with_prompt < 2; ++with_prompt) {
+        step(with_prompt);  // captures the shape's graph
+        const auto t = clock_type::now();
+        for (int i = 0; i < steps; ++i) {
+          if (with_prompt && profile && i == steps - 2) STRATA_CUDA_CHECK(cudaProfilerStart());
+          step(with_prompt);
+        }
+        if (with_prompt && profile) STRATA_CUDA_CHECK(cudaProfilerStop());
+        ms[with_prompt] = 1e3 * seconds_since(t) / steps;
+      }
+      const double flops = 2.0 * params * P;
+      std::printf("mixed decode_rows=%d prompt_rows=%d decode_ms=%.3f mixed_ms=%.3f prompt_added_ms=%.3f "
+                  "prompt_matmul_tflop_s=%.1f\n", B, P, ms[0], ms[1], ms[1] - ms[0], flops / (ms[1] - ms[0]) / 1e9);
+      be.close_slot(ps);
       for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
     }
 

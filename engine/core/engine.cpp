@@ -720,14 +720,20 @@ struct Engine::Impl {
 
   // One line of the window trace: when the window started, the engine's own time since the previous window
   // returned (accepting its picks, admission, this window's plan: what the device waits for), the window's
-  // duration (start to results, the previous window's text made inside it), its rows.
+  // duration (start to results, the previous window's text made inside it), its rows, and how many admitted
+  // prompts it left out (the prefill cap or the row budget was spent before their turn).
   void trace_window(const PlannedWindow& plan, Clock::time_point t0, Clock::time_point t1) {
     const double gap_us = last_window_end == Clock::time_point{} ? -1.0 : seconds(last_window_end, t0) * 1e6;
+    size_t held = 0;
+    for (const auto& s : running)
+      if (s->slot != kNoSlot && !s->done && !s->decoding() &&
+          std::find(plan.members.begin(), plan.members.end(), s.get()) == plan.members.end())
+        ++held;
     std::fprintf(trace.get(),
                  "{\"t\":%.6f,\"gap_us\":%.1f,\"us\":%.1f,\"kind\":\"%s\",\"rows\":%zu,\"decode\":%d,"
-                 "\"prefill\":%d,\"members\":%zu,\"running\":%zu}\n",
+                 "\"prefill\":%d,\"members\":%zu,\"running\":%zu,\"held\":%zu}\n",
                  seconds(trace_epoch, t0), gap_us, seconds(t0, t1) * 1e6, plan.kind(), plan.window.rows.size(),
-                 plan.decode_rows, plan.prefill_rows, plan.members.size(), running.size());
+                 plan.decode_rows, plan.prefill_rows, plan.members.size(), running.size(), held);
     last_window_end = t1;
   }
 

@@ -8,7 +8,8 @@
 #   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); sweep1b sweep8b
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
 #   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft);
-#   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes); ab1b ab8b (decode
+#   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes); ncumixed1b ncumixed8b
+#   (the same for mixed windows of NCU_MIXED, e.g. 64:128 = 64 decode rows and a 128-row prompt chunk); ab1b ab8b (decode
 #   under each of VARIANTS, e.g. VARIANTS="--fused-gemv on;--fused-gemv off", AB_ROUNDS times alternated,
 #   AB_BATCH batch sizes). BENCH_EXTRA adds
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
@@ -120,6 +121,12 @@ for step in $steps; do
         --print-units base "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 --tokens 8 --prefill 16 \
         --batch "${NCU_BATCH:-1,32}" --profile ${BENCH_EXTRA:-} >"$out/ncubatch_$shape.csv" 2>"$out/ncubatch_$shape.err"
       python3 tools/bench/ncu_summary.py "$out/ncubatch_$shape.csv" | tee "$out/ncubatch_$shape.txt" ;;
+    ncumixed1b|ncumixed8b)  # per-kernel times of the last two mixed windows (decode rows + a prompt chunk) of NCU_MIXED
+      shape=${step#ncumixed}; make_model "$shape" /tmp/llama-$shape
+      run timeout 300 ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+        --print-units base "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 --tokens 8 --prefill 16 \
+        --mixed "${NCU_MIXED:-64:128}" --profile ${BENCH_EXTRA:-} >"$out/ncumixed_$shape.csv" 2>"$out/ncumixed_$shape.err"
+      python3 tools/bench/ncu_summary.py "$out/ncumixed_$shape.csv" | tee "$out/ncumixed_$shape.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -7,7 +7,8 @@ Per window kind (decode, mixed, prefill): count, mean rows (decode / prefill row
 of the backend call, and the mean host gap before it (the engine's own work between two calls: the previous
 window's outputs, admission, planning). Gaps longer than --idle-gap-ms are idle time (no request running),
 left out of the means and reported apart. Decode-only windows are also grouped by row count, to compare with
-`strata_bench_cuda --batch N`'s ms_per_window.
+`strata_bench_cuda --batch N`'s ms_per_window; mixed windows by their prompt rows; and how many windows left
+admitted prompts out (each such window delays those prompts' first token by its duration).
 """
 import argparse
 import json
@@ -71,6 +72,21 @@ def main():
     common = sorted(by_rows.items(), key=lambda kv: -len(kv[1]))[:8]
     if common:
         print("decode windows by rows (most frequent): " +
+              ", ".join(f"{r} rows {len(v)}x {statistics.median(v) / 1e3:.3f} ms" for r, v in sorted(common)))
+    # Admitted prompts a window left out (the prefill cap or the row budget spent before their turn): each
+    # such window adds its duration to those prompts' time to first token.
+    held = [w for w in rows if w.get("held", 0) > 0]
+    if any("held" in w for w in rows):
+        print(f"windows leaving admitted prompts out: {len(held)} of {len(rows)}"
+              + (f", {statistics.mean(w['held'] for w in held):.2f} prompts each on average, "
+                 f"{sum(w['held'] for w in held)} prompt-windows" if held else ""))
+    mixed = {}
+    for w in rows:
+        if w["kind"] == "mixed":
+            mixed.setdefault(w["prefill"], []).append(w["us"])
+    common = sorted(mixed.items(), key=lambda kv: -len(kv[1]))[:8]
+    if common:
+        print("mixed windows by prompt rows (most frequent): " +
               ", ".join(f"{r} rows {len(v)}x {statistics.median(v) / 1e3:.3f} ms" for r, v in sorted(common)))
 
 
