@@ -28,17 +28,23 @@ function printPhase(name, r) {
     const s = r[k];
     line(`${label} (ms) mean/p50/p90/p99:`, `${fmt(s.mean)} / ${fmt(s.p50)} / ${fmt(s.p90)} / ${fmt(s.p99)}`);
   }
+  if (r.client) {
+    const d = r.client.loop_delay_ms;
+    line('Client CPU / event-loop delay p50/p99/max (ms):',
+      `${fmt(100 * r.client.cpu_fraction, 0)} % / ${fmt(d.p50)} / ${fmt(d.p99)} / ${fmt(d.max)}`);
+  }
   for (const e of r.errors.slice(0, 10)) console.log(`  request ${e.index}: ${e.message}`);
   if (r.errors.length > 10) console.log(`  ... and ${r.errors.length - 10} more errors`);
 }
 
 function printSummary(levels) {
-  console.log('\nconcurrency  ok/sent  fail  req/s    out tok/s  TTFT p50  TTFT p99  TPOT p50  ITL p50  ITL p99');
+  console.log('\nconcurrency  ok/sent  fail  req/s    out tok/s  TTFT p50  TTFT p99  TPOT p50  ITL p50  ITL p99  loop p99');
   for (const r of levels) {
     console.log(
       `${String(r.concurrency).padStart(11)}  ${`${r.completed}/${r.requests}`.padStart(7)}  ${String(r.failed).padStart(4)}  ` +
         `${fmt(r.request_throughput).padStart(7)}  ${fmt(r.output_throughput, 1).padStart(9)}  ${fmt(r.ttft_ms.p50).padStart(8)}  ` +
-        `${fmt(r.ttft_ms.p99).padStart(8)}  ${fmt(r.tpot_ms.p50).padStart(8)}  ${fmt(r.itl_ms.p50).padStart(7)}  ${fmt(r.itl_ms.p99).padStart(7)}`,
+        `${fmt(r.ttft_ms.p99).padStart(8)}  ${fmt(r.tpot_ms.p50).padStart(8)}  ${fmt(r.itl_ms.p50).padStart(7)}  ${fmt(r.itl_ms.p99).padStart(7)}  ` +
+        `${fmt(r.client ? r.client.loop_delay_ms.p99 : null).padStart(8)}`,
     );
   }
 }
@@ -124,7 +130,7 @@ export async function main(argv) {
     }
     const rep = {
       concurrency, prompt_offset: base, ...phaseReport(records, durationMs), ramp_up_requests: rampUp,
-      not_sent: run.notSent, hit_duration_limit: run.hitLimit,
+      not_sent: run.notSent, hit_duration_limit: run.hitLimit, client: run.client,
     };
     return { rep, records: run.records };
   };

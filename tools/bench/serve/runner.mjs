@@ -6,7 +6,12 @@
 // start, so arrivals stay spread out instead of coming in waves of `concurrency` at once (requests of equal
 // length keep the offsets). Those first `concurrency` requests ran while the load was still building: they
 // come back marked rampUp, and the phase's steady part is what follows them.
+//
+// The phase also reports how busy this process was (CPU time over wall time) and how late its event loop
+// ran (perf_hooks' event-loop delay): every stream's chunks are read on this one loop, so a loop that runs
+// milliseconds late adds that much to the TTFT and ITL it measures.
 import { setMaxListeners } from 'node:events';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 // Resolves after ms, or at once when signal aborts; leaves no listener on the signal either way.
 const sleep = (ms, signal) =>
@@ -25,6 +30,9 @@ export async function runPhase({ count, concurrency, durationLimitMs, send, ramp
   const timer = setTimeout(() => controller.abort(), durationLimitMs);
   const records = new Array(count);
   let next = 0;
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const workers = Math.min(concurrency, count);
   const worker = async (w) => {
@@ -45,6 +53,14 @@ export async function runPhase({ count, concurrency, durationLimitMs, send, ramp
     clearTimeout(timer);
   }
   const durationMs = performance.now() - t0;
+  loop.disable();
+  const cpu = process.cpuUsage(cpu0);
+  // The histogram holds nanoseconds past the sampling interval (1 ms); no samples reads as NaN.
+  const ms = (ns) => (Number.isFinite(ns) ? ns / 1e6 : 0);
+  const client = {
+    cpu_fraction: durationMs > 0 ? (cpu.user + cpu.system) / 1000 / durationMs : 0,
+    loop_delay_ms: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
+  };
   const sent = records.filter((r) => r !== undefined);
-  return { records: sent, notSent: count - sent.length, durationMs, hitLimit: controller.signal.aborted };
+  return { records: sent, notSent: count - sent.length, durationMs, hitLimit: controller.signal.aborted, client };
 }
