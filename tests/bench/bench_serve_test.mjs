@@ -14,6 +14,7 @@ import { SseParser } from '../../tools/bench/serve/sse.mjs';
 import { parseArgs, loopbackBaseUrl } from '../../tools/bench/serve/args.mjs';
 import { crc32, encodePng } from '../../tools/bench/serve/png.mjs';
 import { latencyPlot, niceStep } from '../../tools/bench/serve/plot.mjs';
+import { autoThreads } from '../../tools/bench/serve/runner.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const TOOL = path.resolve(here, '../../tools/bench/bench_serve.mjs');
@@ -116,6 +117,11 @@ test('options: loopback targets only, and bad values name their flag', () => {
   assert.throws(() => parseArgs(['--requests']), /--requests needs a value/);
   assert.throws(() => parseArgs(['--bogus']), /unknown option '--bogus'/);
   assert.throws(() => parseArgs(['--check-solo', '--temperature', '0.7']), /--temperature 0 or a --seed/);
+  assert.throws(() => parseArgs(['--client-threads', '0']), /--client-threads must be between 1 and 64, got 0/);
+  assert.throws(() => parseArgs(['--client-threads', 'many']), /--client-threads must be an integer, got 'many'/);
+  assert.equal(parseArgs([]).clientThreads, 'auto');
+  assert.equal(parseArgs(['--client-threads', '3']).clientThreads, 3);
+  assert.deepEqual([1, 16, 17, 64, 128, 1000].map(autoThreads), [1, 1, 2, 4, 8, 8]);
   const o = parseArgs(['--check-solo', '--temperature=0.7', '--seed', '5', '--concurrency', '1,8,32']);
   assert.deepEqual(o.concurrency, [1, 8, 32]);
   assert.equal(o.seed, 5);
@@ -278,6 +284,37 @@ test('--ramp-up staggers the first requests and leaves them out of the statistic
   const bad = await bench('http://127.0.0.1:9', tmpdir(), ['--concurrency', '8', '--requests', '8', '--ramp-up', '1']);
   assert.equal(bad.code, 2);
   assert.match(bad.out, /--ramp-up leaves each client's first request out/);
+});
+
+test('clients spread over threads keep one closed loop: every request once, the ramp-up offsets, the limit', async () => {
+  await withFake(['--ttft-ms', '100', '--itl-ms', '20'], async (url, dir) => {
+    // 8 clients on 3 threads (3 + 3 + 2), 24 requests of ~280 ms, first requests 35 ms apart.
+    const r = await bench(url, dir, ['--concurrency', '8', '--requests', '24', '--max-tokens', '10', '--ignore-eos', '--ramp-up', '0.28', '--client-threads', '3']);
+    assert.equal(r.code, 0, r.out);
+    assert.equal(r.report.config.client_threads, 3);
+    const [l] = r.report.levels;
+    assert.equal(l.client.threads, 3);
+    assert.equal(l.ramp_up_requests, 8);
+    assert.equal(l.completed, 16);
+    assert.deepEqual(l.per_request.map((q) => q.index).sort((a, b) => a - b), Array.from({ length: 16 }, (_, i) => i + 8));
+    assert.ok(l.ttft_ms.min >= 99 && l.ttft_ms.p50 < 1000, `TTFT ${JSON.stringify(l.ttft_ms)}`);
+    assert.ok(l.itl_ms.p50 >= 15 && l.itl_ms.p50 < 150, `ITL p50 ${l.itl_ms.p50}`);
+    // Send times from all threads are on one clock: the steady sends keep the clients' 35 ms offsets.
+    const sends = l.per_request.map((q) => q.sent_at_ms).sort((a, b) => a - b);
+    const gaps = sends.slice(1).map((t, i) => t - sends[i]).sort((a, b) => a - b);
+    assert.ok(gaps[Math.floor(gaps.length / 2)] >= 12, `gaps between sends ${gaps}`);
+    assert.ok(sends[0] >= 250 && sends[sends.length - 1] < 2000, `sends ${sends}`);
+  });
+  await withFake(['--ttft-ms', '10', '--itl-ms', '200'], async (url, dir) => {
+    const t0 = Date.now();
+    const r = await bench(url, dir, ['--concurrency', '4', '--requests', '10', '--max-tokens', '100', '--ignore-eos', '--duration-limit', '1', '--no-calibrate', '--client-threads', '2']);
+    assert.ok(Date.now() - t0 < 8000, 'stopped near the limit');
+    assert.equal(r.code, 1, r.out);
+    const l = r.report.levels[0];
+    assert.equal(l.hit_duration_limit, true);
+    assert.equal(l.failed, 4);
+    assert.equal(l.not_sent, 6);
+  });
 });
 
 test('chat streams: the role-only first chunk is not the first token', async () => {

@@ -4,8 +4,8 @@
 // also the batch-invariance check through HTTP: every prompt's output under load must equal its solo run.
 import { writeFileSync } from 'node:fs';
 import { parseArgs, UsageError, USAGE } from './serve/args.mjs';
-import { requestBody, endpointPath, streamRequest } from './serve/client.mjs';
-import { runPhase } from './serve/runner.mjs';
+import { requestBody, endpointPath } from './serve/client.mjs';
+import { autoThreads, runPhase } from './serve/runner.mjs';
 import { phaseReport, summarize } from './serve/stats.mjs';
 import { buildPrompts, tokenizeCounter } from './serve/prompts.mjs';
 import { latencyPlot } from './serve/plot.mjs';
@@ -30,8 +30,8 @@ function printPhase(name, r) {
   }
   if (r.client) {
     const d = r.client.loop_delay_ms;
-    line('Client CPU / event-loop delay p50/p99/max (ms):',
-      `${fmt(100 * r.client.cpu_fraction, 0)} % / ${fmt(d.p50)} / ${fmt(d.p99)} / ${fmt(d.max)}`);
+    line('Client threads / CPU (all threads) / worst event-loop delay p50/p99/max (ms):',
+      `${r.client.threads} / ${fmt(100 * r.client.cpu_fraction, 0)} % / ${fmt(d.p50)} / ${fmt(d.p99)} / ${fmt(d.max)}`);
   }
   for (const e of r.errors.slice(0, 10)) console.log(`  request ${e.index}: ${e.message}`);
   if (r.errors.length > 10) console.log(`  ... and ${r.errors.length - 10} more errors`);
@@ -96,13 +96,12 @@ export async function main(argv) {
     );
   const url = `${o.baseUrl}${endpointPath(o.endpoint)}`;
   // Request i of a level with prompt offset `base` runs prompt base + i (its index in the reports).
-  const sender = (base) => (i, signal) =>
-    streamRequest({
-      url,
-      headers,
-      signal,
-      index: base + i,
-      body: requestBody({
+  const requestOf = (base) => ({
+    url,
+    headers,
+    indexBase: base,
+    bodies: Array.from({ length: o.requests }, (_, i) =>
+      requestBody({
         endpoint: o.endpoint,
         model,
         prompt: promptSet.prompts[base + i],
@@ -111,11 +110,13 @@ export async function main(argv) {
         seed: o.seed === null ? null : o.seed + base + i,
         ignoreEos: o.ignoreEos,
       }),
-    });
+    ),
+  });
   const phase = async (concurrency, level, rampUpS) => {
     const base = o.checkSolo ? 0 : level * o.requests;
     const run = await runPhase({
-      count: o.requests, concurrency, durationLimitMs: o.durationLimitS * 1000, send: sender(base), rampUpMs: rampUpS * 1000,
+      count: o.requests, concurrency, durationLimitMs: o.durationLimitS * 1000, request: requestOf(base),
+      rampUpMs: rampUpS * 1000, threads: o.clientThreads === 'auto' ? autoThreads(concurrency) : o.clientThreads,
     });
     // With a ramp-up the statistics cover the steady part: from the first request after the ramp-up wave was
     // sent to the last completion.
@@ -141,7 +142,7 @@ export async function main(argv) {
     config: {
       base_url: o.baseUrl, endpoint: o.endpoint, model, concurrency: o.concurrency, requests: o.requests,
       prompt_tokens: o.promptTokens, max_tokens: o.maxTokens, temperature: o.temperature, seed: o.seed,
-      ignore_eos: o.ignoreEos, duration_limit_s: o.durationLimitS, ramp_up_s: o.rampUpS, check_solo: o.checkSolo,
+      ignore_eos: o.ignoreEos, duration_limit_s: o.durationLimitS, ramp_up_s: o.rampUpS, client_threads: o.clientThreads, check_solo: o.checkSolo,
       prompts_per_level: o.checkSolo ? 'shared' : 'fresh',
     },
     prompts: {

@@ -23,6 +23,8 @@ Streaming load against an OpenAI-compatible server on this machine (loopback add
   --ramp-up SEC          stagger the clients' first requests evenly over SEC seconds; those first requests
                          are left out of the statistics, which then describe the steady load that follows
                          (needs --requests above the largest --concurrency; default 0: all start at once)
+  --client-threads N     spread the clients over N threads, each with its own event loop, or 'auto': one
+                         thread per 16 clients, up to 8 (default auto)
   --api-key KEY          sent as Authorization: Bearer KEY
   --no-calibrate         do not call /tokenize; estimate prompt lengths
   --check-solo           run every prompt alone first, then all at each concurrency; exit 1 if any output
@@ -50,7 +52,7 @@ function numberIn(flag, raw, min, max) {
 
 const VALUE_FLAGS = new Set([
   '--url', '--endpoint', '--model', '--concurrency', '--requests', '--prompt-tokens', '--max-tokens',
-  '--temperature', '--seed', '--duration-limit', '--ramp-up', '--api-key', '--json', '--png',
+  '--temperature', '--seed', '--duration-limit', '--ramp-up', '--client-threads', '--api-key', '--json', '--png',
 ]);
 const BOOL_FLAGS = new Set(['--ignore-eos', '--check-solo', '--no-calibrate', '--quiet', '--help']);
 
@@ -91,6 +93,7 @@ export function parseArgs(argv) {
     ignoreEos: raw.has('--ignore-eos'),
     durationLimitS: numberIn('--duration-limit', get('--duration-limit', '600'), 0.001, 7 * 24 * 3600),
     rampUpS: numberIn('--ramp-up', get('--ramp-up', '0'), 0, 3600),
+    clientThreads: get('--client-threads', 'auto') === 'auto' ? 'auto' : intIn('--client-threads', get('--client-threads'), 1, 64),
     apiKey: get('--api-key', null),
     calibrate: !raw.has('--no-calibrate'),
     checkSolo: raw.has('--check-solo'),

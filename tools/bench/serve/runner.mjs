@@ -1,66 +1,85 @@
-// A phase: `count` requests, at most `concurrency` in flight, each worker taking the next request as soon as
+// A phase: `count` requests, at most `concurrency` in flight, each client taking the next request as soon as
 // its previous one ends (a closed loop, like benchmark_serving's --max-concurrency). The phase always ends:
 // at the duration limit every open request is aborted and the ones not yet sent are reported as not sent.
 //
-// rampUpMs > 0 staggers the workers: worker w sends its first request w * rampUpMs / concurrency after the
+// rampUpMs > 0 staggers the clients: client w sends its first request w * rampUpMs / concurrency after the
 // start, so arrivals stay spread out instead of coming in waves of `concurrency` at once (requests of equal
 // length keep the offsets). Those first `concurrency` requests ran while the load was still building: they
 // come back marked rampUp, and the phase's steady part is what follows them.
 //
-// The phase also reports how busy this process was (CPU time over wall time) and how late its event loop
-// ran (perf_hooks' event-loop delay): every stream's chunks are read on this one loop, so a loop that runs
-// milliseconds late adds that much to the TTFT and ITL it measures.
+// threads > 1 spreads the clients over that many worker threads (client w on thread w mod threads), each
+// with its own event loop. On one loop, a window's chunks for every stream arrive together and are read one
+// after another, so at 128 streams a stream's chunk waits for the ones read before it: time the server did
+// not spend. The phase reports how busy the process was (CPU time of all its threads over wall time, so it
+// can pass 1) and how late the event loops ran (perf_hooks' event-loop delay, the worst thread's).
 import { setMaxListeners } from 'node:events';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
+import { driveClients, epochMs } from './drive.mjs';
 
-// Resolves after ms, or at once when signal aborts; leaves no listener on the signal either way.
-const sleep = (ms, signal) =>
-  new Promise((resolve) => {
-    if (ms <= 0 || signal.aborted) return resolve();
-    const onAbort = () => (clearTimeout(t), resolve());
-    const t = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
-    signal.addEventListener('abort', onAbort, { once: true });
+const WORKER = new URL('./phase_worker.mjs', import.meta.url);
+
+// Client count a thread: at most 16 streams an event loop, at most 8 threads.
+export const autoThreads = (concurrency) => Math.min(8, Math.ceil(concurrency / 16));
+
+// Starts a worker for `clients` and resolves once it is ready for the start message.
+function startWorker(data) {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(WORKER, { workerData: data });
+    w.once('error', reject);
+    w.once('message', (m) => (m === 'ready' ? resolve(w) : reject(new Error(`worker said ${m}`))));
+  });
+}
+
+const result = (w) =>
+  new Promise((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+    // After the result this is a no-op; before it, the thread died without reporting.
+    w.once('exit', (code) => reject(new Error(`a client thread exited (status ${code}) before reporting`)));
   });
 
-export async function runPhase({ count, concurrency, durationLimitMs, send, rampUpMs = 0 }) {
-  const controller = new AbortController();
-  // Every request in flight listens on this one signal: allow one listener each (and the sleeps') without
-  // Node's leak warning, which fires past 10.
-  setMaxListeners(2 * Math.min(concurrency, count) + 10, controller.signal);
-  const timer = setTimeout(() => controller.abort(), durationLimitMs);
-  const records = new Array(count);
-  let next = 0;
-  const loop = monitorEventLoopDelay({ resolution: 1 });
-  loop.enable();
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const workers = Math.min(concurrency, count);
-  const worker = async (w) => {
-    await sleep((w * rampUpMs) / workers, controller.signal);
-    while (next < count && !controller.signal.aborted) {
-      const i = next++;
-      const sentAtMs = performance.now() - t0;
-      const r = await send(i, controller.signal);
-      r.sentAtMs = sentAtMs;
-      r.endedAtMs = performance.now() - t0;
-      r.rampUp = rampUpMs > 0 && i < workers;
-      records[i] = r;
-    }
-  };
+// request: { url, headers, bodies, indexBase } (drive.mjs).
+export async function runPhase({ count, concurrency, durationLimitMs, request, rampUpMs = 0, threads = 1 }) {
+  const total = Math.min(concurrency, count);
+  const nThreads = Math.max(1, Math.min(threads, total));
+  const counterBuffer = new SharedArrayBuffer(4);
+  const counter = new Int32Array(counterBuffer);
+  const mine = (t) => Array.from({ length: total }, (_, w) => w).filter((w) => w % nThreads === t);
+  const common = { total, count, rampUpMs, request };
+  const workers = [];
   try {
-    await Promise.all(Array.from({ length: workers }, (_, w) => worker(w)));
+    for (let t = 1; t < nThreads; t++) workers.push(await startWorker({ ...common, clients: mine(t), counterBuffer }));
+    const cpu0 = process.cpuUsage();
+    const t0 = epochMs();
+    const deadline = t0 + durationLimitMs;
+    const pending = workers.map((w) => result(w));
+    for (const w of workers) w.postMessage({ t0, deadline });
+    // Thread 0 is this one.
+    const controller = new AbortController();
+    // Every request in flight listens on this one signal: allow one listener each (and the sleeps') without
+    // Node's leak warning, which fires past 10.
+    setMaxListeners(2 * mine(0).length + 10, controller.signal);
+    const timer = setTimeout(() => controller.abort(), durationLimitMs);
+    let own;
+    try {
+      own = await driveClients({ ...common, clients: mine(0), counter, t0, signal: controller.signal });
+    } finally {
+      clearTimeout(timer);
+    }
+    const parts = [{ ...own, aborted: controller.signal.aborted }, ...(await Promise.all(pending))];
+    const durationMs = epochMs() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const records = new Array(count);
+    for (const p of parts) for (const [i, r] of p.done) records[i] = r;
+    const worst = (k) => Math.max(...parts.map((p) => p.loop[k]));
+    const client = {
+      threads: nThreads,
+      cpu_fraction: durationMs > 0 ? (cpu.user + cpu.system) / 1000 / durationMs : 0,
+      loop_delay_ms: { p50: worst('p50'), p99: worst('p99'), max: worst('max') },
+    };
+    const sent = records.filter((r) => r !== undefined);
+    return { records: sent, notSent: count - sent.length, durationMs, hitLimit: parts.some((p) => p.aborted), client };
   } finally {
-    clearTimeout(timer);
+    for (const w of workers) w.terminate();
   }
-  const durationMs = performance.now() - t0;
-  loop.disable();
-  const cpu = process.cpuUsage(cpu0);
-  // The histogram holds nanoseconds past the sampling interval (1 ms); no samples reads as NaN.
-  const ms = (ns) => (Number.isFinite(ns) ? ns / 1e6 : 0);
-  const client = {
-    cpu_fraction: durationMs > 0 ? (cpu.user + cpu.system) / 1000 / durationMs : 0,
-    loop_delay_ms: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
-  };
-  const sent = records.filter((r) => r !== undefined);
-  return { records: sent, notSent: count - sent.length, durationMs, hitLimit: controller.signal.aborted, client };
 }
