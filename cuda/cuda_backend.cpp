@@ -93,6 +93,7 @@ struct CudaBackend::Impl {
   // (rows, output rows) of the shapes that have had their eager run: the GEMMs' row counts, all a GEMM's
   // timing depends on, so a later shape with the same two (other tile or split counts) is captured directly.
   std::set<std::pair<int, int>> gemms_timed;
+  int short_tiles = 0;  // build_window_meta's short_tiles (CudaBackendOptions::attention_short_tiles)
   SlotBook book;  // paged; allocate_kv() sizes its pool from the KV budget
   // Padding rows of bucketed windows run as this slot id (one past the last real slot): its table row points
   // at the reserved block num_blocks, outside the pool, so they never write a cell a real slot owns.
@@ -330,6 +331,11 @@ struct CudaBackend::Impl {
     fwd.split_gemm_max_rows = opts.split_gemm_max_rows;
     fwd.attention_tc = opts.attention_tc;
     fwd.attention_tc_lean = opts.attention_tc_lean < 0 ? cfg.head_dim == 128 : opts.attention_tc_lean != 0;
+    // The tensor-core kernel's mma chunk is 16 query vectors: a tile of 16 / G rows fills one.
+    const int group = cfg.num_heads / cfg.num_kv_heads;
+    short_tiles = opts.attention_short_tiles && fwd.attention_tc && cuda::attention_tc_supports(cfg.head_dim, fwd.kv.type)
+                      ? std::max(1, 16 / group)
+                      : 0;
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;
@@ -428,7 +434,7 @@ struct CudaBackend::Impl {
   cuda::WindowMeta meta_for(const Window& w, int first, int last) {
     const int pad_span = std::min(book.block_size(), opts.max_context);
     return cuda::build_window_meta(w, first, last, max_splits, scratch_slot, pad_span,
-                                   cuda::bucket_rows(opts.max_output_rows));
+                                   cuda::bucket_rows(opts.max_output_rows), short_tiles, fwd.gemm_min_rows);
   }
 
   void warm_up_decode() {

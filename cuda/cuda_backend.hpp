@@ -74,6 +74,10 @@ struct CudaBackendOptions {
   // rows, +5 % at 128), off for head_dim 64, where it is not (1B -3 %; docs/PERFORMANCE.md, run 21);
   // 0 off, 1 on.
   int attention_tc_lean = -1;
+  // Windows the tensor-core attention serves cut their query tiles at 16 / (query heads a KV head) rows, one
+  // mma chunk a block, so the prompt tiles of a mixed window take as long as its decode rows' blocks
+  // (build_window_meta's short_tiles). false keeps 16-row tiles.
+  bool attention_short_tiles = true;
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;

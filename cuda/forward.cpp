@@ -54,7 +54,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // (prompt chunks). Other windows on the GEMM path (decode batches) from a bf16 arena take the decode kernel,
   // whose mma tiles hold a GQA group's heads, so each K/V tile is read once for the group; from an fp32 arena
   // (or with attention_tc off) they keep the fixed-order kernel.
-  const bool flash = use_gemm && flash_attention_supports(HD) && T >= 4 * shape.tiles_cap;
+  const bool flash = use_gemm && flash_attention_supports(HD) && takes_flash_tiles(T, shape.tiles_cap);
   const bool tc = use_gemm && !flash && ctx.attention_tc && attention_tc_supports(HD, ctx.kv.type);
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.

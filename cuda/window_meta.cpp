@@ -60,7 +60,7 @@ int bucket_rows(int n) {
 }
 
 WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits, SlotId pad_slot, int pad_span,
-                             int out_cap) {
+                             int out_cap, int short_tiles, int short_tiles_min_rows) {
   WindowMeta m;
   const int T = last - first;
   // Query tiles: runs of consecutive rows of one slot at consecutive positions, cut every kAttnQueryTile.
@@ -104,6 +104,17 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
     Rb = std::max(Rb, std::min({Tb, out_cap, kDecodeRowsMax}));
   m.shape.rows = Tb;
   m.shape.out_rows = Rb;
+  if (short_tiles > 0 && Tb >= short_tiles_min_rows &&
+      !takes_flash_tiles(Tb, std::min(Tb, pow2_at_least(int(tile_first.size()))))) {
+    std::vector<int> first_cut, rows_cut;
+    for (size_t t = 0; t < tile_first.size(); ++t)
+      for (int r = 0; r < tile_rows[t]; r += short_tiles) {
+        first_cut.push_back(tile_first[t] + r);
+        rows_cut.push_back(std::min(short_tiles, tile_rows[t] - r));
+      }
+    tile_first.swap(first_cut);
+    tile_rows.swap(rows_cut);
+  }
   m.shape.tiles_cap = std::min(Tb, pow2_at_least(int(tile_first.size())));
   m.shape.splits_cap = std::min(max_splits, pow2_at_least(max_pos / kAttnSplit + 1));
   const MetaLayout L(m.shape);

@@ -40,8 +40,16 @@ struct WindowMeta {
 // min(pad_span, kAttnQueryTile): the CUDA backend passes its block size, so they stay in the scratch slot's one
 // reserved block.
 // out_cap: the most output rows a replay may compute (the workspace's); see kDecodeRowsMax.
+// short_tiles (rows, 0 = off) cuts the query tiles of a window that does not take flash attention
+// (takes_flash_tiles) and has at least short_tiles_min_rows rows (bucketed) into tiles of at most that many
+// rows: the tensor-core decode kernel gives a block one tile and walks its query vectors in chunks of 16, so
+// a 16-row prompt tile of a mixed window (64 vectors with GQA 4) would take four times as long as the decode
+// rows' blocks around it and set the kernel's time.
 WindowMeta build_window_meta(const Window& window, int first, int last, int max_splits, SlotId pad_slot = kNoSlot,
-                             int pad_span = 16, int out_cap = 0);
+                             int pad_span = 16, int out_cap = 0, int short_tiles = 0, int short_tiles_min_rows = 0);
+// Whether a window of `rows` rows in `tiles_cap` tiles takes flash attention (when the head size has it):
+// query tiles of many rows (prompt chunks), where its one-head-a-warp tiles pay off.
+inline bool takes_flash_tiles(int rows, int tiles_cap) { return rows >= 4 * tiles_cap; }
 int bucket_rows(int n);
 // Windows above this many rows are taken to carry prompt chunks; their output rows, when more than one, are
 // padded to this many (build_window_meta), so the graphs of mixed windows do not multiply with the number of

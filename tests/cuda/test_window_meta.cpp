@@ -209,3 +209,33 @@ TEST_CASE("a window carrying prompt chunks pads more than one output to kDecodeR
   for (int p = 0; p < 256; ++p) w.rows.push_back(row(100, 7, p, p == 255, false));
   CHECK(build_window_meta(w, 0, int(w.rows.size()), 8, scratch, 16, 64).shape.out_rows == 64);
 }
+
+TEST_CASE("short tiles: a window off flash attention cuts its tiles for the tensor-core kernel, others keep 16", "[host]") {
+  // A mixed window: 12 decode rows of slots 10..21, then a 40-row prompt chunk of slot 2.
+  Window w;
+  for (int s = 0; s < 12; ++s) w.rows.push_back(row(10 + s, 1, 300, true, false));
+  for (int i = 0; i < 40; ++i) w.rows.push_back(row(2, 100 + i, i, i == 39, false));
+  const int T = int(w.rows.size());
+  // 12 + 3 tiles (16, 16, 8 rows): 52 rows < 4 x 16, so no flash, and short tiles of 4 rows apply.
+  const WindowMeta plain = build_window_meta(w, 0, T, 32);
+  CHECK(plain.words[size_t(MetaLayout(plain.shape).n_tiles)] == 15);
+  const WindowMeta m = build_window_meta(w, 0, T, 32, kNoSlot, 16, 0, 4, 17);
+  const MetaLayout L(m.shape);
+  REQUIRE(m.words[size_t(L.n_tiles)] == 12 + 10);
+  CHECK(m.shape.tiles_cap == 32);
+  CHECK(!takes_flash_tiles(m.shape.rows, m.shape.tiles_cap));
+  std::vector<int> first, rows;
+  for (int s = 0; s < 12; ++s) first.push_back(s), rows.push_back(1);
+  for (int t = 0; t < 10; ++t) first.push_back(12 + 4 * t), rows.push_back(4);
+  CHECK(words(m, L.tile_first, 22) == first);
+  CHECK(words(m, L.tile_rows, 22) == rows);
+  // Every row is in exactly one tile, in order: the rows themselves are unchanged.
+  CHECK(words(m, L.pos, T) == words(plain, MetaLayout(plain.shape).pos, T));
+  // Below the minimum row count (the fixed-order kernels' windows) tiles stay at 16 rows.
+  CHECK(build_window_meta(w, 0, T, 32, kNoSlot, 16, 0, 4, 64).words[size_t(L.n_tiles)] == 15);
+  // A prompt chunk alone takes flash attention (64 rows in 4 tiles): its tiles stay at 16 rows.
+  const Window p = slot_chunk(2, 0, 64);
+  const WindowMeta pm = build_window_meta(p, 0, 64, 32, kNoSlot, 16, 0, 4, 17);
+  CHECK(pm.words[size_t(MetaLayout(pm.shape).n_tiles)] == 4);
+  CHECK(takes_flash_tiles(pm.shape.rows, pm.shape.tiles_cap));
+}
