@@ -182,7 +182,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -196,6 +196,7 @@ int run_bench_command(int argc, char** argv) {
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
   int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
+  bool attention_short_tiles = CudaBackendOptions{}.attention_short_tiles;
   bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
@@ -236,6 +237,8 @@ int run_bench_command(int argc, char** argv) {
       if (v == "auto") attention_tc_lean = -1;
       else if (bool on; parse_on_off(v.c_str(), &on)) attention_tc_lean = on ? 1 : 0;
       else return usage(name);
+    } else if (!std::strcmp(argv[i], "--attention-short-tiles") && has_value) {
+      if (!parse_on_off(argv[++i], &attention_short_tiles)) return usage(name);  // tensor-core attention tiles
     } else if (!std::strcmp(argv[i], "--gemm-autotune") && has_value) {
       if (!parse_on_off(argv[++i], &gemm_autotune)) return usage(name);  // cuBLASLt algorithms timed per shape
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
@@ -287,13 +290,17 @@ int run_bench_command(int argc, char** argv) {
       max_mixed_rows = std::max(max_mixed_rows, b + pr);
       mixed_prompt = std::max(mixed_prompt, pr);
     }
+    // A mixed configuration decodes 2 x (1 + mixed_steps) windows past the prompt (timed below).
+    const int mixed_steps = std::max(4, std::min(tokens, 64) / 2);
+    const int slot_context = std::max(prompt + tokens + 1, mixed.empty() ? 0 : prompt + 2 * (1 + mixed_steps) + 1);
     CudaBackendOptions o;
     o.max_slots = max_batch;
-    o.max_context = std::max(prompt + tokens + 1, longest);
+    o.max_context = std::max(slot_context, longest);
     o.max_window_rows = std::max({longest, max_batch, max_mixed_rows});
     o.max_output_rows = std::max(o.max_output_rows, max_batch);
-    // KV for what runs at once: every batch slot's prompt + tokens, or the longest prefill alone.
-    const int per_slot = (prompt + tokens + 1 + o.kv_block_size - 1) / o.kv_block_size;
+    // KV for what runs at once: every batch slot's context (prompt + tokens, or the mixed windows' steps), or
+    // the longest prefill alone.
+    const int per_slot = (slot_context + o.kv_block_size - 1) / o.kv_block_size;
     o.kv_blocks = std::max(max_batch * per_slot, (o.max_context + o.kv_block_size - 1) / o.kv_block_size) +
                   (mixed_prompt + o.kv_block_size - 1) / o.kv_block_size + 8;
     o.device = device;
@@ -306,6 +313,7 @@ int run_bench_command(int argc, char** argv) {
     o.fused_gemv = fused_gemv;
     o.fused_row_attention = fused_row_attention;
     o.attention_tc_lean = attention_tc_lean;
+    o.attention_short_tiles = attention_short_tiles;
     o.gemm_autotune = gemm_autotune;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).
@@ -392,7 +400,7 @@ int run_bench_command(int argc, char** argv) {
       }
       const SlotId ps = be.open_slot();
       be.set_sampling(ps, greedy);
-      const int steps = std::max(4, std::min(tokens, 64) / 2);
+      const int steps = mixed_steps;
       int pos = prompt;
       auto step = [&](bool with_prompt) {
         Window w;
