@@ -4,6 +4,7 @@
 //
 // Times are epoch milliseconds (performance.timeOrigin + performance.now()), the clock all threads share;
 // each record carries its send and end time relative to the phase start t0.
+import { setMaxListeners } from 'node:events';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { streamRequest } from './client.mjs';
 
@@ -21,8 +22,15 @@ export const sleep = (ms, signal) =>
 // clients: the client numbers (0 .. total - 1) this thread runs; client w sends its first request
 // w * rampUpMs / total after t0. counter: an Int32Array over a SharedArrayBuffer, the next request number.
 // request: { url, headers, bodies, indexBase }: request i posts bodies[i] and is reported as indexBase + i.
-// Resolves with { done: [[i, record]], loop: event-loop delay of this thread }.
-export async function driveClients({ clients, total, counter, count, t0, rampUpMs, signal, request }) {
+// At the deadline (epoch ms) every open request is aborted and no more are sent.
+// Resolves with { done: [[i, record]], loop: event-loop delay of this thread, aborted }.
+export async function driveClients({ clients, total, counter, count, t0, deadline, rampUpMs, request }) {
+  const controller = new AbortController();
+  const signal = controller.signal;
+  // Every request in flight listens on this one signal: allow one listener each (and the sleeps') without
+  // Node's leak warning, which fires past 10.
+  setMaxListeners(2 * clients.length + 10, signal);
+  const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - epochMs()));
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const done = [];
@@ -41,9 +49,14 @@ export async function driveClients({ clients, total, counter, count, t0, rampUpM
       done.push([i, r]);
     }
   };
-  await Promise.all(clients.map((w) => client(w)));
-  loop.disable();
+  try {
+    await Promise.all(clients.map((w) => client(w)));
+  } finally {
+    clearTimeout(timer);
+    loop.disable();
+  }
   // The histogram holds nanoseconds past the sampling interval (1 ms); no samples reads as NaN.
   const ms = (ns) => (Number.isFinite(ns) ? ns / 1e6 : 0);
-  return { done, loop: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) } };
+  const delay = { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) };
+  return { done, loop: delay, aborted: signal.aborted };
 }

@@ -12,7 +12,6 @@
 // after another, so at 128 streams a stream's chunk waits for the ones read before it: time the server did
 // not spend. The phase reports how busy the process was (CPU time of all its threads over wall time, so it
 // can pass 1) and how late the event loops ran (perf_hooks' event-loop delay, the worst thread's).
-import { setMaxListeners } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { driveClients, epochMs } from './drive.mjs';
 
@@ -55,18 +54,8 @@ export async function runPhase({ count, concurrency, durationLimitMs, request, r
     const pending = workers.map((w) => result(w));
     for (const w of workers) w.postMessage({ t0, deadline });
     // Thread 0 is this one.
-    const controller = new AbortController();
-    // Every request in flight listens on this one signal: allow one listener each (and the sleeps') without
-    // Node's leak warning, which fires past 10.
-    setMaxListeners(2 * mine(0).length + 10, controller.signal);
-    const timer = setTimeout(() => controller.abort(), durationLimitMs);
-    let own;
-    try {
-      own = await driveClients({ ...common, clients: mine(0), counter, t0, signal: controller.signal });
-    } finally {
-      clearTimeout(timer);
-    }
-    const parts = [{ ...own, aborted: controller.signal.aborted }, ...(await Promise.all(pending))];
+    const own = await driveClients({ ...common, clients: mine(0), counter, t0, deadline });
+    const parts = [own, ...(await Promise.all(pending))];
     const durationMs = epochMs() - t0;
     const cpu = process.cpuUsage(cpu0);
     const records = new Array(count);
