@@ -104,8 +104,8 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
     Rb = std::max(Rb, std::min({Tb, out_cap, kDecodeRowsMax}));
   m.shape.rows = Tb;
   m.shape.out_rows = Rb;
-  if (short_tiles > 0 && Tb >= short_tiles_min_rows &&
-      !takes_flash_tiles(Tb, std::min(Tb, pow2_at_least(int(tile_first.size()))))) {
+  auto tiles_cap = [&] { return std::min(Tb, pow2_at_least(int(tile_first.size()))); };
+  if (short_tiles > 0 && Tb >= short_tiles_min_rows && !takes_flash_tiles(Tb, tiles_cap())) {
     std::vector<int> first_cut, rows_cut;
     for (size_t t = 0; t < tile_first.size(); ++t)
       for (int r = 0; r < tile_rows[t]; r += short_tiles) {
@@ -115,7 +115,7 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
     tile_first.swap(first_cut);
     tile_rows.swap(rows_cut);
   }
-  m.shape.tiles_cap = std::min(Tb, pow2_at_least(int(tile_first.size())));
+  m.shape.tiles_cap = tiles_cap();
   m.shape.splits_cap = std::min(max_splits, pow2_at_least(max_pos / kAttnSplit + 1));
   const MetaLayout L(m.shape);
   m.words.assign(size_t(L.words), 0);
