@@ -132,7 +132,7 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
       nlohmann::json lp = nullptr;
       if (p.req.logprobs)
         lp = {{"content", nlohmann::json::array({chat_logprob_entry(*env.codec, *e.token, p.req.top_logprobs)})}};
-      if (!d.empty() || !lp.is_null()) send(chat_chunk_json(p.header, idx, chat_delta_json(d), "", lp));
+      if (!d.empty() || !lp.is_null()) sse.send_token(chat_chunk_json(p.header, idx, chat_delta_json(d), "", lp));
     }
     if (e.finish) {
       const FinishEvent& f = *e.finish;

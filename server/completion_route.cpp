@@ -130,6 +130,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
   int per_prompt = p.req.gen.n;
   SseSession sse(env, s.call, write);
   auto send = [&](const nlohmann::json& j) { sse.send(j); };
+  auto send_token = [&](const nlohmann::json& j) { sse.send_token(j); };
   std::vector<size_t> offsets(n, 0);
   int cached = 0;
   // Echo without prompt logprobs can go out at once; with them it waits for the engine's prompt scores.
@@ -156,7 +157,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
           offsets[i] = one.offset;
           lp = one.to_json();
         }
-        if (!e.token->text.empty() || !lp.is_null()) send(completion_chunk_json(p.header, idx, e.token->text, "", lp));
+        if (!e.token->text.empty() || !lp.is_null()) send_token(completion_chunk_json(p.header, idx, e.token->text, "", lp));
       }
     }
     if (e.finish) {
@@ -175,7 +176,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
           lp.add(*env.codec, t, p.req.logprobs, true);
           text += t.text;
         }
-        send(completion_chunk_json(p.header, idx, text, "", lp.to_json()));
+        send_token(completion_chunk_json(p.header, idx, text, "", lp.to_json()));
       }
       send(completion_chunk_json(p.header, idx, f.text, completion_finish_reason(f), nullptr));
       completion += f.completion_tokens;

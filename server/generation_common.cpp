@@ -114,7 +114,7 @@ std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& cal
 
 SseSession::SseSession(const RouteEnv& env, const CallContext& call,
                        const std::function<bool(const std::string&)>& write)
-    : write_(write) {
+    : write_(write), received_(call.received), submitted_(call.submitted) {
   auto base = stop_predicate(env, call);
   stop_ = [this, base] { return !client_ok_ || base(); };
 }
@@ -124,7 +124,27 @@ bool SseSession::send(const nlohmann::json& event) {
   return client_ok_;
 }
 
+bool SseSession::send_token(const nlohmann::json& event) {
+  const bool ok = send(event);
+  if (ok && first_token_write_ == std::chrono::steady_clock::time_point{})
+    first_token_write_ = std::chrono::steady_clock::now();
+  return ok;
+}
+
+void SseSession::log_delivery(const GenerationJob& job) const {
+  if (!spdlog::should_log(spdlog::level::debug) || job.size() == 0) return;
+  using namespace std::chrono;
+  const auto age = steady_clock::now() - received_;
+  const double arrival_unix = duration<double>((system_clock::now() - duration_cast<system_clock::duration>(age)).time_since_epoch()).count();
+  nlohmann::json fields = {{"arrival_unix", arrival_unix}};
+  if (submitted_ != steady_clock::time_point{}) fields["submitted_s"] = duration<double>(submitted_ - received_).count();
+  if (first_token_write_ != steady_clock::time_point{})
+    fields["first_write_s"] = duration<double>(first_token_write_ - received_).count();
+  log_event(spdlog::level::debug, job.request(0).id, "stream delivered", fields);
+}
+
 int SseSession::finish(GenerationJob& job, const nlohmann::json& usage_chunk) {
+  log_delivery(job);
   if (!client_ok_) {
     job.cancel();
     return 499;

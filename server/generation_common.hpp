@@ -67,13 +67,20 @@ class SseSession {
   SseSession(const SseSession&) = delete;  // stop() refers to this object
   SseSession& operator=(const SseSession&) = delete;
   bool send(const nlohmann::json& event);  // false once the client is gone (nothing more is written)
+  // send() for an event that carries generated tokens: the first one's write time goes in the debug line
+  // finish() logs ("stream delivered": arrival to first token written, and the arrival's wall-clock time,
+  // to set beside a client's own timeline).
+  bool send_token(const nlohmann::json& event);
   bool client_ok() const { return client_ok_; }
   // The predicate GenerationJob::wait takes.
   const std::function<bool()>& stop() const { return stop_; }
   int finish(GenerationJob& job, const nlohmann::json& usage_chunk);
 
  private:
+  void log_delivery(const GenerationJob& job) const;
+
   const std::function<bool(const std::string&)>& write_;
+  std::chrono::steady_clock::time_point received_, submitted_, first_token_write_{};
   bool client_ok_ = true;
   std::function<bool()> stop_;
 };
@@ -92,13 +99,14 @@ struct GenerationStream {
 template <class Plan, class Whole, class Run>
 RouteResponse answer_generation(const RouteEnv& env, Plan plan, std::unique_ptr<GenerationJob> job,
                                 const CallContext& call, bool stream, Whole whole, Run run) {
-  if (auto err = job->submit(*env.engine)) return error_response(*err);
+  if (auto err = job->submit(*env.engine, call.received)) return error_response(*err);
   if (!stream) return whole(env, plan, *job, call);
   auto s = std::make_shared<GenerationStream<Plan>>();
   s->env = &env;
   s->plan = std::move(plan);
   s->job = std::move(job);
   s->call = call;
+  s->call.submitted = std::chrono::steady_clock::now();
   RouteResponse r;
   r.stream = [s, run](const std::function<bool(const std::string&)>& write) { return run(*s, write); };
   return r;

@@ -15,7 +15,8 @@ GenerationJob::~GenerationJob() {
   if (submitted_ && !finished()) cancel();
 }
 
-std::optional<ApiError> GenerationJob::submit(EnginePort& engine) {
+std::optional<ApiError> GenerationJob::submit(EnginePort& engine, std::chrono::steady_clock::time_point arrival) {
+  for (const auto& r : requests_) r->arrival = arrival;
   for (size_t i = 0; i < requests_.size(); ++i) {
     SubmitResult r = engine.submit(requests_[i], channels_[i]);
     if (r == SubmitResult::Accepted) continue;

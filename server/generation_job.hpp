@@ -21,8 +21,9 @@ class GenerationJob {
   explicit GenerationJob(std::vector<std::shared_ptr<GenerationRequest>> requests);
   ~GenerationJob();  // cancels whatever has not finished: a handler that leaves early frees its slots
 
-  // nullopt when every request was accepted; else the error to answer with (429, 503).
-  std::optional<ApiError> submit(EnginePort& engine);
+  // nullopt when every request was accepted; else the error to answer with (429, 503). `arrival` becomes
+  // each request's arrival (the engine measures TTFT and queue time from it).
+  std::optional<ApiError> submit(EnginePort& engine, std::chrono::steady_clock::time_point arrival);
 
   // The next event of any unfinished choice, waiting until one comes or `stop()` says to give up (client gone,
   // server aborting); `stop` is polled every `poll` interval. On stop, cancels every choice and returns nullopt.

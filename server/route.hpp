@@ -2,6 +2,7 @@
 // a parsed body to a RouteResponse, so their tests need no sockets. server.cpp adapts them to cpp-httplib.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
@@ -48,6 +49,10 @@ struct RouteEnv {
 // Per-call state from the HTTP layer.
 struct CallContext {
   std::function<bool()> client_gone;  // may be empty
+  // When the HTTP layer had the whole request, before parsing and tokenizing: the requests' arrival, so
+  // the engine's TTFT and queue times include the server's own front-end work.
+  std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point submitted{};  // when the engine took the job (answer_generation)
   const std::string* raw_body = nullptr;  // the request text, for key order (see openai/key_order.hpp)
 };
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/core/metrics.hpp"
@@ -171,6 +172,7 @@ void HttpServer::Impl::serve_simple(const httplib::Request& req, httplib::Respon
 
 void HttpServer::Impl::serve_generation(const httplib::Request& req, httplib::Response& res, const std::string& endpoint,
                                         RouteResponse (*route)(const RouteEnv&, const nlohmann::json&, const CallContext&)) {
+  const auto received = std::chrono::steady_clock::now();
   auto guard = std::make_shared<ActiveGuard>(active);
   auto e = current_env();
   nlohmann::json body;
@@ -180,9 +182,21 @@ void HttpServer::Impl::serve_generation(const httplib::Request& req, httplib::Re
     record(endpoint, err.status);
     return;
   }
-  ClientProbe probe = ClientProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  // Finding the connection's descriptor walks every open one: done at the first check (the stream's first
+  // wait, while the engine works on the request), not before the request reaches the engine.
+  struct LazyProbe {
+    std::string local_addr, remote_addr;
+    int local_port, remote_port;
+    std::optional<ClientProbe> probe;
+    bool gone() {
+      if (!probe) probe = ClientProbe::find(local_addr, local_port, remote_addr, remote_port);
+      return probe->gone();
+    }
+  };
+  auto probe = std::make_shared<LazyProbe>(LazyProbe{req.local_addr, req.remote_addr, req.local_port, req.remote_port, std::nullopt});
   CallContext call;
-  call.client_gone = [probe] { return probe.gone(); };
+  call.received = received;
+  call.client_gone = [probe] { return probe->gone(); };
   call.raw_body = &req.body;
   RouteResponse r;
   try {

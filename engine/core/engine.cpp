@@ -211,6 +211,7 @@ struct Engine::Impl {
     f.total_seconds = seconds(s.req->arrival, now);
     f.queue_seconds = s.admitted_once ? seconds(s.req->arrival, s.admitted) : f.total_seconds;
     f.ttft_seconds = s.n_generated > 0 ? seconds(s.req->arrival, s.first_token) : 0.0;
+    f.first_event_seconds = s.first_event != Clock::time_point{} ? seconds(s.req->arrival, s.first_event) : 0.0;
     if (opts.metrics) {
       opts.metrics->e2e_latency(f.total_seconds);
       opts.metrics->request_lengths(s.n_prompt, s.n_generated);
@@ -219,6 +220,7 @@ struct Engine::Impl {
     nlohmann::json fields = {{"prompt_tokens", f.prompt_tokens},
                              {"completion_tokens", f.completion_tokens},
                              {"ttft_s", f.ttft_seconds},
+                             {"first_event_s", f.first_event_seconds},
                              {"queue_s", f.queue_seconds},
                              {"total_s", f.total_seconds},
                              {"finish_reason", finish_reason_name(f.reason)},
@@ -761,6 +763,7 @@ struct Engine::Impl {
       SlotState& s = *p.s;
       if (s.done || s.ending) continue;  // a stop string ended it at an earlier pick (a verify window's)
       ++generated;
+      if (s.first_event == Clock::time_point{}) s.first_event = Clock::now();
       std::optional<FinishEvent> f = out.emit_pick(s, std::move(p.r), p.v, p.n_at);
       if (f) {
         s.ending = true;

@@ -54,6 +54,7 @@ struct FinishEvent {
   std::string error_message;
   std::vector<TokenEvent> prompt_logprobs;  // when asked: one per prompt token (first has no logprob)
   double ttft_seconds = 0, total_seconds = 0, queue_seconds = 0;
+  double first_event_seconds = 0;  // arrival to the first token's event on the channel (0: none)
 };
 
 struct Event {

@@ -49,7 +49,9 @@ struct SlotState {
   std::vector<TokenId> drafts;       // proposed for the next window, after seq.back()
   int spec_windows = 0, spec_proposed = 0, spec_accepted = 0;
 
-  Clock::time_point admitted{}, first_token{}, last_token{};
+  // first_token: the window that picked it returned; first_event: its text went to the channel (flush_text,
+  // once the next window has started).
+  Clock::time_point admitted{}, first_token{}, first_event{}, last_token{};
   bool admitted_once = false;
   bool done = false;  // its FinishEvent has been pushed; nothing may be sent after it
   bool ending = false;  // its FinishEvent is made and about to be pushed (the engine's flush_text)

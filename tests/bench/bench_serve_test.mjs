@@ -235,6 +235,7 @@ async function bench(url, dir, args) {
 
 test('timings measured through HTTP match the server known TTFT and inter-token gaps', async () => {
   await withFake(['--ttft-ms', '150', '--itl-ms', '25'], async (url, dir) => {
+    const t0 = Date.now();
     const r = await bench(url, dir, ['--concurrency', '1,4', '--requests', '8', '--max-tokens', '10', '--ignore-eos', '--prompt-tokens', '40', '--png', path.join(dir, 'p.png')]);
     assert.equal(r.code, 0, r.out);
     const rep = r.report;
@@ -256,6 +257,8 @@ test('timings measured through HTTP match the server known TTFT and inter-token 
       for (const q of l.per_request) {
         assert.equal(q.output_tokens_source, 'usage');
         assert.equal(q.itl_ms.length, 9);
+        assert.match(q.response_id, /^cmpl-/);
+        assert.ok(q.sent_unix_ms >= t0 && q.sent_unix_ms <= Date.now(), `sent ${q.sent_unix_ms}, test began ${t0}`);
         close(q.tpot_ms, (q.e2el_ms - q.ttft_ms) / 9, 1e-6);
       }
     }

@@ -460,6 +460,9 @@ TEST_CASE("usage and timings describe the request", "[engine]") {
   CHECK(o.finish.ttft_seconds > 0);
   CHECK(o.finish.queue_seconds <= o.finish.ttft_seconds);
   CHECK(o.finish.ttft_seconds <= o.finish.total_seconds);
+  // The first token's text goes to the channel once the window after it has started.
+  CHECK(o.finish.first_event_seconds >= o.finish.ttft_seconds);
+  CHECK(o.finish.first_event_seconds <= o.finish.total_seconds);
   CHECK(o.finish.total_seconds >= 0.002 * 6);
 }
 

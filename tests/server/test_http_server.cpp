@@ -155,6 +155,22 @@ TEST_CASE("n choices are n engine requests with seeds seed+i, and equal seeds gi
   CHECK(j["usage"]["completion_tokens"] == 15);
 }
 
+TEST_CASE("a request arrives when the server has it: its choices share one arrival, before the engine's", "[http]") {
+  Harness h;
+  const auto before = std::chrono::steady_clock::now();
+  std::string text(3000, 'x');
+  auto r = h.post("/v1/completions", {{"model", "tiny"}, {"prompt", text}, {"max_tokens", 2}, {"n", 3}});
+  REQUIRE(r->status == 200);
+  const auto after = std::chrono::steady_clock::now();
+  auto qs = h.engine.requests();
+  REQUIRE(qs.size() == 3);
+  for (const auto& q : qs) {
+    CHECK(q.arrival == qs[0].arrival);  // one HTTP request, one arrival, whatever the choices
+    CHECK(q.arrival >= before);
+    CHECK(q.arrival <= after);
+  }
+}
+
 TEST_CASE("request parameters reach the engine request", "[http]") {
   Harness h;
   auto r = h.post("/v1/chat/completions",

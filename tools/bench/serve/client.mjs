@@ -92,8 +92,13 @@ export async function streamRequest({ url, body, headers = {}, signal, index }) 
     outputTokensSource: null,
     promptTokens: null,
     finishReason: null,
+    responseId: null,
+    sentUnixMs: null,
+    reusedConnection: null,
   };
   const t0 = performance.now();
+  // Wall-clock send time and the response id: what joins this record to the server's log lines about it.
+  rec.sentUnixMs = performance.timeOrigin + t0;
   let usage = null;
   let done = false;
   let res = null;
@@ -105,6 +110,7 @@ export async function streamRequest({ url, body, headers = {}, signal, index }) 
       signal,
     );
     rec.status = res.statusCode;
+    rec.reusedConnection = res.req?.reusedSocket === true;
     if (res.statusCode !== 200) {
       const raw = await readAll(res);
       let msg = raw.slice(0, 500);
@@ -142,6 +148,7 @@ export async function streamRequest({ url, body, headers = {}, signal, index }) 
           res.destroy();
           return rec;
         }
+        if (rec.responseId === null && typeof obj.id === 'string') rec.responseId = obj.id;
         if (obj.usage) usage = obj.usage;
         const { text, finish } = chunkText(obj);
         if (text.length > 0) {

@@ -74,6 +74,9 @@ export function phaseReport(records, durationMs) {
     perRequest.push({
       index: r.index,
       sent_at_ms: r.sentAtMs ?? null,
+      sent_unix_ms: r.sentUnixMs ?? null,
+      response_id: r.responseId ?? null,
+      reused_connection: r.reusedConnection ?? null,
       ok: r.ok,
       status: r.status,
       error: r.error ?? null,
@@ -94,6 +97,8 @@ export function phaseReport(records, durationMs) {
     requests: records.length,
     completed: ok.length,
     failed: failed.length,
+    // Requests sent on a connection an earlier request had used (keep-alive), as a long-lived client does.
+    reused_connections: records.filter((r) => r.reusedConnection === true).length,
     errors: failed.map((r) => ({ index: r.index, status: r.status, message: r.error })),
     duration_s: seconds,
     total_prompt_tokens: promptTokens,
