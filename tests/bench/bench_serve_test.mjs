@@ -264,6 +264,10 @@ test('timings measured through HTTP match the server known TTFT and inter-token 
     }
     // Four clients each wait ~375 ms per request, one client does them in turn: about 4x the request rate.
     const [c1, c4] = rep.levels;
+    // Each client goes on over the connection its last request used (keep-alive): at most one new
+    // connection a client in a level (none once the calibration's connection is in the pool).
+    assert.ok(c1.reused_connections >= 7, `c1 reused ${c1.reused_connections} of 8`);
+    assert.ok(c4.reused_connections >= 4, `c4 reused ${c4.reused_connections} of 8`);
     assert.ok(c4.request_throughput > 2 * c1.request_throughput, `${c4.request_throughput} vs ${c1.request_throughput}`);
     decodePng(readFileSync(path.join(dir, 'p.png')));
   });

@@ -163,8 +163,13 @@ export async function streamRequest({ url, body, headers = {}, signal, index }) 
       rec.error = 'the stream ended before "data: [DONE]"';
       return rec;
     }
-    // Drain what follows [DONE] (the chunked terminator) so the connection goes back to the agent.
-    await it.return?.().catch(() => {});
+    // Read on to the end of the response (the chunked terminator follows [DONE]) so the connection goes
+    // back to the agent: returning from the iterator instead would destroy the socket, and every request
+    // would open a new connection (that cost ~1.2 ms of each TTFT on the GPU machine).
+    for (;;) {
+      const { done: end } = await it.next();
+      if (end) break;
+    }
   } catch (e) {
     if (res) res.destroy();
     rec.error = signal && signal.aborted ? 'aborted: the duration limit was reached' : `request failed: ${e.cause?.message ?? e.message}`;
