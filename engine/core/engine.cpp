@@ -759,20 +759,31 @@ struct Engine::Impl {
     if (pending.empty() && ended.empty()) return;
     std::vector<std::pair<SlotState*, FinishEvent>> finished;
     int generated = 0;
-    for (PendingPick& p : pending) {
-      SlotState& s = *p.s;
-      if (s.done || s.ending) continue;  // a stop string ended it at an earlier pick (a verify window's)
-      ++generated;
-      if (s.first_event == Clock::time_point{}) s.first_event = Clock::now();
-      std::optional<FinishEvent> f = out.emit_pick(s, std::move(p.r), p.v, p.n_at);
-      if (f) {
-        s.ending = true;
-        finished.emplace_back(&s, std::move(*f));
+    auto emit_range = [&](std::vector<PendingPick>::iterator from, std::vector<PendingPick>::iterator to) {
+      for (auto it = from; it != to; ++it) {
+        PendingPick& p = *it;
+        SlotState& s = *p.s;
+        if (s.done || s.ending) continue;  // a stop string ended it at an earlier pick (a verify window's)
+        ++generated;
+        if (s.first_event == Clock::time_point{}) s.first_event = Clock::now();
+        std::optional<FinishEvent> f = out.emit_pick(s, std::move(p.r), p.v, p.n_at);
+        if (f) {
+          s.ending = true;
+          finished.emplace_back(&s, std::move(*f));
+        }
       }
-    }
+    };
+    // Requests' first tokens go out first, in a hand-off of their own: a TTFT should not wait for the text
+    // and the wake-ups of every other stream in the window (2.3 ms at 128 streams, run 33). The partition
+    // is stable, so a slot's picks keep their order.
+    const auto rest = std::stable_partition(pending.begin(), pending.end(),
+                                            [](const PendingPick& p) { return p.s->first_event == Clock::time_point{}; });
+    emit_range(pending.begin(), rest);
+    waker.flush();
+    emit_range(rest, pending.end());
     pending.clear();
     if (opts.metrics && generated > 0) opts.metrics->generation_tokens(generated);
-    waker.flush();  // the window's token events, one hand-off for all of them
+    waker.flush();  // the other token events, one hand-off for all of them
     for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
     ended.clear();
   }
