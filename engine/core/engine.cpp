@@ -742,7 +742,8 @@ struct Engine::Impl {
   // ---- the window pipeline --------------------------------------------------------------------------
   // A window's picks are accepted (accept_pick: history, counters, the ids' verdict) as soon as its call
   // returns: that is all the next window needs. Their text (detokenizing, stop strings, token events) is made
-  // by flush_text() once the next window has started, while the device computes it. A stop string found
+  // by flush_text() once the next window has started, while the device computes it; only requests' first
+  // tokens go out before that (flush_first_tokens). A stop string found
   // then ends its request although the request has a row in that window: the row's result is dropped and
   // the slot retired after the window. Entries point into `running` or `ended`; whatever destroys a
   // SlotState flushes first, so no entry outlives its request.
