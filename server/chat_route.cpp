@@ -114,7 +114,7 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
   ChatPlan& p = s.plan;
   GenerationJob& job = *s.job;
   size_t n = job.size();
-  SseSession sse(env, s.call, write);
+  SseSession sse(env, s.call, job, write);
   auto send = [&](const nlohmann::json& j) { return sse.send(j); };
   std::vector<std::unique_ptr<OutputParser>> parsers;
   for (size_t i = 0; i < n; ++i) {

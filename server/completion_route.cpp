@@ -128,7 +128,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
   GenerationJob& job = *s.job;
   size_t n = job.size();
   int per_prompt = p.req.gen.n;
-  SseSession sse(env, s.call, write);
+  SseSession sse(env, s.call, job, write);
   auto send = [&](const nlohmann::json& j) { sse.send(j); };
   auto send_token = [&](const nlohmann::json& j) { sse.send_token(j); };
   std::vector<size_t> offsets(n, 0);

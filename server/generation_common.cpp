@@ -112,9 +112,9 @@ std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& cal
   return [aborting, gone] { return (aborting && aborting->load()) || (gone && gone()); };
 }
 
-SseSession::SseSession(const RouteEnv& env, const CallContext& call,
+SseSession::SseSession(const RouteEnv& env, const CallContext& call, const GenerationJob& job,
                        const std::function<bool(const std::string&)>& write)
-    : write_(write), received_(call.received), submitted_(call.submitted) {
+    : write_(write), job_(&job), received_(call.received), submitted_(call.submitted) {
   auto base = stop_predicate(env, call);
   stop_ = [this, base] { return !client_ok_ || base(); };
 }
@@ -125,9 +125,16 @@ bool SseSession::send(const nlohmann::json& event) {
 }
 
 bool SseSession::send_token(const nlohmann::json& event) {
+  const bool first = first_token_write_ == std::chrono::steady_clock::time_point{};
+  if (first) first_write_begin_ = std::chrono::steady_clock::now();
   const bool ok = send(event);
-  if (ok && first_token_write_ == std::chrono::steady_clock::time_point{})
+  if (ok && first) {
     first_token_write_ = std::chrono::steady_clock::now();
+    if (job_->first_take_run_queue_ns() >= 0) {
+      const int64_t now_queued = thread_run_queue_ns();
+      if (now_queued >= 0) first_write_queued_ns_ = now_queued - job_->first_take_run_queue_ns();
+    }
+  }
   return ok;
 }
 
@@ -137,9 +144,15 @@ void SseSession::log_delivery(const GenerationJob& job) const {
   const auto age = steady_clock::now() - received_;
   const double arrival_unix = duration<double>((system_clock::now() - duration_cast<system_clock::duration>(age)).time_since_epoch()).count();
   nlohmann::json fields = {{"arrival_unix", arrival_unix}};
-  if (submitted_ != steady_clock::time_point{}) fields["submitted_s"] = duration<double>(submitted_ - received_).count();
-  if (first_token_write_ != steady_clock::time_point{})
-    fields["first_write_s"] = duration<double>(first_token_write_ - received_).count();
+  auto since = [&](steady_clock::time_point t) { return duration<double>(t - received_).count(); };
+  if (submitted_ != steady_clock::time_point{}) fields["submitted_s"] = since(submitted_);
+  // The first token's hand-off: the reader woken, the reader holding the event, the chunk written.
+  const RequestChannel& ch = job.channel(0);
+  if (ch.first_wake() != steady_clock::time_point{}) fields["woken_s"] = since(ch.first_wake());
+  if (ch.first_pop() != steady_clock::time_point{}) fields["popped_s"] = since(ch.first_pop());
+  if (first_token_write_ != steady_clock::time_point{}) fields["first_write_s"] = since(first_token_write_);
+  if (first_write_begin_ != steady_clock::time_point{}) fields["write_begin_s"] = since(first_write_begin_);
+  if (first_write_queued_ns_ >= 0) fields["write_queued_s"] = first_write_queued_ns_ * 1e-9;
   log_event(spdlog::level::debug, job.request(0).id, "stream delivered", fields);
 }
 

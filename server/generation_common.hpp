@@ -63,7 +63,8 @@ std::optional<RouteResponse> collect_whole(const RouteEnv& env, GenerationJob& j
 // engine stopped the job before it finished; else sends `usage_chunk` (unless null) and [DONE], 200.
 class SseSession {
  public:
-  SseSession(const RouteEnv& env, const CallContext& call, const std::function<bool(const std::string&)>& write);
+  SseSession(const RouteEnv& env, const CallContext& call, const GenerationJob& job,
+             const std::function<bool(const std::string&)>& write);
   SseSession(const SseSession&) = delete;  // stop() refers to this object
   SseSession& operator=(const SseSession&) = delete;
   bool send(const nlohmann::json& event);  // false once the client is gone (nothing more is written)
@@ -80,7 +81,12 @@ class SseSession {
   void log_delivery(const GenerationJob& job) const;
 
   const std::function<bool(const std::string&)>& write_;
+  const GenerationJob* job_;
   std::chrono::steady_clock::time_point received_, submitted_, first_token_write_{};
+  // When the first token's write began, and (debug logging) how long this thread sat on a run queue between
+  // taking the first event and the write's return (-1: not measured).
+  std::chrono::steady_clock::time_point first_write_begin_{};
+  int64_t first_write_queued_ns_ = -1;
   bool client_ok_ = true;
   std::function<bool()> stop_;
 };

@@ -1,6 +1,9 @@
 #include "server/generation_job.hpp"
 
 #include <algorithm>
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
 
 #include "server/engine_port.hpp"
 
@@ -41,6 +44,10 @@ std::optional<std::pair<size_t, Event>> GenerationJob::next(std::chrono::millise
   size_t n = channels_.size();
   if (unfinished_ == 0) return std::nullopt;
   auto take = [&](size_t i, Event e) {
+    if (i == 0 && !took_first_) {
+      took_first_ = true;
+      if (spdlog::should_log(spdlog::level::debug)) first_take_run_queue_ns_ = thread_run_queue_ns();
+    }
     if (e.finish) {
       done_[i] = true;
       --unfinished_;
@@ -64,6 +71,15 @@ std::optional<std::pair<size_t, Event>> GenerationJob::next(std::chrono::millise
     break;
   }
   return std::nullopt;
+}
+
+int64_t thread_run_queue_ns() {
+  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (!f) return -1;
+  long long on_cpu = 0, waiting = -1;
+  if (std::fscanf(f, "%lld %lld", &on_cpu, &waiting) != 2) waiting = -1;
+  std::fclose(f);
+  return waiting;
 }
 
 std::optional<std::pair<size_t, Event>> GenerationJob::wait(const std::function<bool()>& stop,

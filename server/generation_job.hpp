@@ -34,6 +34,10 @@ class GenerationJob {
   void cancel();
   size_t size() const { return requests_.size(); }
   const GenerationRequest& request(size_t i) const { return *requests_[i]; }
+  const RequestChannel& channel(size_t i) const { return *channels_[i]; }
+  // With debug logging: the taking thread's run-queue time (thread_run_queue_ns) when it took choice 0's
+  // first event; -1 before that or without debug logging.
+  int64_t first_take_run_queue_ns() const { return first_take_run_queue_ns_; }
 
  private:
   std::optional<std::pair<size_t, Event>> next(std::chrono::milliseconds wait);
@@ -45,6 +49,12 @@ class GenerationJob {
   size_t rr_ = 0;  // round-robin start, so one busy choice cannot starve the others
   bool submitted_ = false;
   std::chrono::steady_clock::time_point last_check_{};
+  bool took_first_ = false;
+  int64_t first_take_run_queue_ns_ = -1;
 };
+
+// The calling thread's time spent waiting on a CPU's run queue so far (ns, from /proc/thread-self/schedstat;
+// -1 where the kernel does not say).
+int64_t thread_run_queue_ns();
 
 }  // namespace strata

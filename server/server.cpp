@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "engine/core/metrics.hpp"
+#include "engine/core/thread_name.hpp"
 #include "engine/template/chat_template.hpp"
 #include "server/api_key.hpp"
 #include "server/client_probe.hpp"
@@ -382,7 +383,10 @@ void HttpServer::start() {
   if (m.listen_fd.load() >= 0 && ::listen(m.listen_fd.load(), 1024) != 0)
     spdlog::warn("could not raise the listen backlog: {}", std::strerror(errno));
   m.current_env();
-  m.listener = std::thread([&m] { m.svr.listen_after_bind(); });
+  m.listener = std::thread([&m] {
+    name_this_thread("strata-http");  // its worker pool, started by listen, takes the name too
+    m.svr.listen_after_bind();
+  });
   // httplib's stop() does nothing until the listener thread has marked the server running, so a signal
   // right after start() would leave the accept loop running and stop() would hang in join: wait for it.
   for (int i = 0; i < 5000 && !m.svr.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -21,6 +21,7 @@
 #include "engine/core/output.hpp"
 #include "engine/core/scheduler.hpp"
 #include "engine/core/slot_state.hpp"
+#include "engine/core/thread_name.hpp"
 #include "engine/core/watchdog.hpp"
 #include "engine/logging/logging.hpp"
 #include "engine/spec/drafter.hpp"
@@ -393,6 +394,7 @@ struct Engine::Impl {
 
   // ---- the engine thread ---------------------------------------------------------------------------
   void thread_main(std::shared_ptr<Incarnation> inc) {
+    name_this_thread("strata-engine");
     try {
       serve(*inc);
     } catch (const Abandoned&) {
@@ -767,16 +769,20 @@ struct Engine::Impl {
   // started: the accelerator waits for one token's text (microseconds), where a TTFT waited behind the
   // planning, the launch and every other stream's text and wake-up (0.5 / 2.3 ms p50 at 128 streams, run 33).
   // All picks of a slot move together, in order; a request that ends here is retired with the window's others.
+  // This thread wakes their readers itself (a window has one or two): through the waker thread the wake-up
+  // waited for that thread to be scheduled first (p99 0.54 against 0.02 ms at 128 streams, run 35).
   void flush_first_tokens() {
     const auto rest = std::stable_partition(pending.begin(), pending.end(),
                                             [](const PendingPick& p) { return p.s->first_event == Clock::time_point{}; });
     if (rest == pending.begin()) return;
-    emit_picks(pending.begin(), rest);
+    emit_picks(pending.begin(), rest, /*wake_here=*/true);
     pending.erase(pending.begin(), rest);
   }
 
-  // Text, token events and finishes of picks [from, to), handed to the waker at once.
-  void emit_picks(std::vector<PendingPick>::iterator from, std::vector<PendingPick>::iterator to) {
+  // Text, token events and finishes of picks [from, to), handed to the waker at once, or woken from this
+  // thread when `wake_here`.
+  void emit_picks(std::vector<PendingPick>::iterator from, std::vector<PendingPick>::iterator to,
+                  bool wake_here = false) {
     std::vector<std::pair<SlotState*, FinishEvent>> finished;
     int generated = 0;
     for (auto it = from; it != to; ++it) {
@@ -792,7 +798,10 @@ struct Engine::Impl {
       }
     }
     if (opts.metrics && generated > 0) opts.metrics->generation_tokens(generated);
-    waker.flush();  // one hand-off for all of them
+    if (wake_here)
+      waker.wake_now();
+    else
+      waker.flush();  // one hand-off for all of them
     for (auto& [s, f] : finished) deliver_finish(*s, std::move(f));
   }
 

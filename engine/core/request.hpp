@@ -69,17 +69,27 @@ class RequestChannel {
   // Queues the event and, when `wake`, wakes a reader blocked in pop; with wake false the producer wakes it
   // later through wake() (the engine does that from its Waker thread).
   void push(Event e, bool wake = true);
-  void wake() { cv_.notify_one(); }
+  void wake();
   // Waits up to `timeout` for the next event; nullopt on timeout (the handler then checks its client).
   std::optional<Event> pop(std::chrono::milliseconds timeout);
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
+  // When the reader was first woken and when it first took an event (steady clock; epoch while not yet),
+  // so a request's log can tell a late wake-up from a late reader.
+  std::chrono::steady_clock::time_point first_wake() const { return at(first_wake_ns_); }
+  std::chrono::steady_clock::time_point first_pop() const { return at(first_pop_ns_); }
 
  private:
+  static std::chrono::steady_clock::time_point at(const std::atomic<int64_t>& ns) {
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns.load(std::memory_order_relaxed)));
+  }
+  static void stamp(std::atomic<int64_t>& ns);
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> events_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> first_wake_ns_{0}, first_pop_ns_{0};
 };
 
 }  // namespace strata

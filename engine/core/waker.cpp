@@ -1,6 +1,7 @@
 #include "engine/core/waker.hpp"
 
 #include "engine/core/request.hpp"
+#include "engine/core/thread_name.hpp"
 
 namespace strata {
 
@@ -29,7 +30,17 @@ void Waker::flush() {
   cv_.notify_one();
 }
 
+void Waker::wake_now() {
+  std::vector<std::shared_ptr<RequestChannel>> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(posted_);
+  }
+  for (const auto& ch : batch) ch->wake();
+}
+
 void Waker::run() {
+  name_this_thread("strata-waker");
   std::vector<std::shared_ptr<RequestChannel>> batch;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {

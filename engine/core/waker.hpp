@@ -25,6 +25,9 @@ class Waker {
   void post(std::shared_ptr<RequestChannel> ch);
   // Hands everything posted so far to the waker thread (a no-op when nothing is posted).
   void flush();
+  // Wakes everything posted so far from the calling thread, for a few readers that should not wait for the
+  // waker thread to be scheduled first (a request's first token).
+  void wake_now();
 
  private:
   void run();

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "engine/core/thread_name.hpp"
+
 namespace strata {
 
 int64_t CallGuard::now_ns() {
@@ -48,6 +50,7 @@ std::optional<StalledCall> CallGuard::claim_if_stalled(double timeout_s) {
 
 Watchdog::Watchdog(std::chrono::milliseconds poll, std::function<void()> check) {
   thread_ = std::thread([this, poll, check = std::move(check)] {
+    name_this_thread("strata-watchdog");
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, poll, [&] { return stop_; });

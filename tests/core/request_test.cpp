@@ -87,6 +87,26 @@ TEST_CASE("a quiet push wakes its reader only when the waker is flushed", "[requ
   waker.flush();  // nothing posted: a no-op
 }
 
+TEST_CASE("wake_now wakes what is posted from the calling thread and leaves nothing for a flush", "[request]") {
+  Waker waker;
+  auto ch = std::make_shared<RequestChannel>();
+  CHECK(ch->first_wake() == std::chrono::steady_clock::time_point{});
+  BlockedReader reader(*ch);
+  ch->push(token_event(3), false);
+  waker.post(ch);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK_FALSE(reader.done);
+  const auto before = std::chrono::steady_clock::now();
+  waker.wake_now();
+  // Woken by this thread, before wake_now returned: the stamp says so.
+  CHECK(ch->first_wake() >= before);
+  CHECK(ch->first_wake() <= std::chrono::steady_clock::now());
+  reader.join();
+  CHECK(reader.got);
+  CHECK(ch->first_pop() >= ch->first_wake());
+  waker.flush();  // the posted list was taken: a no-op
+}
+
 TEST_CASE("a waker that is destroyed wakes what was posted and not yet flushed", "[request]") {
   auto ch = std::make_shared<RequestChannel>();
   BlockedReader reader(*ch);

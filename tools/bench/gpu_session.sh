@@ -90,7 +90,10 @@ for step in $steps; do
         --prompt-tokens 128 --max-tokens 128 --ignore-eos ${SWEEP_EXTRA:-} --quiet --json "$out/sweep_${step}_c1.json" 2>&1 |
         tee "$out/sweep_$step.txt"
       metrics() { curl -s localhost:18081/metrics | grep -E "^strata_(window_duration_seconds_(sum|count)|prefix_cache|prompt_tokens_total|generation_tokens_total)" >"$out/metrics_${step}_$1.txt"; }
-      metrics c1
+      # Per thread of the server: tid, name, then /proc's schedstat (ns on a CPU, ns waiting on a run queue, slices);
+      # sched_STEP_cN.txt minus the file before it is what level N cost each thread.
+      schedstat() { for t in /proc/$pid/task/*; do echo "${t##*/} $(cat $t/comm 2>/dev/null) $(cat $t/schedstat 2>/dev/null)"; done >"$out/sched_${step}_$1.txt"; }
+      metrics c1; schedstat c1
       if [ -n "${SWEEP_SPLIT:-}" ]; then  # one bench_serve run a level, the engine's window metrics after each
         for c in ${levels//,/ }; do
           [ "$c" = 1 ] && continue
@@ -98,7 +101,7 @@ for step in $steps; do
           timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 --concurrency "$c" \
             --requests "${SWEEP_REQUESTS:-128}" --prompt-tokens 128 --max-tokens 128 --ignore-eos --seed "$((c * 1000))" ${SWEEP_EXTRA:-} \
             --quiet --json "$out/sweep_${step}_c$c.json" 2>&1 | tee -a "$out/sweep_$step.txt"
-          metrics "c$c"
+          metrics "c$c"; schedstat "c$c"
         done
       elif [ "$levels" != 1 ]; then
         timeout 300 "$node" tools/bench/bench_serve.mjs --url http://127.0.0.1:18081 \

@@ -9,7 +9,11 @@ splits each client TTFT into:
   front  arrival -> the engine has the job (JSON, chat template, tokenizing)
   engine -> the window that picked the first token returned (queue, prefill)
   text   -> the first token's event is on its channel (the next window starts first)
-  write  -> the HTTP thread has written the first token chunk (wake-up, JSON, send)
+  write  -> the HTTP thread has written the first token chunk (wake-up, JSON, send), itself split into
+            wake (-> the reader was woken), sched (-> the reader held the event), prep (-> its write
+            began: the chunk's JSON) and sys (-> the write returned), where the log has woken_s, popped_s
+            and write_begin_s; runq is how much of prep + sys the HTTP thread spent waiting on a
+            CPU's run queue (write_queued_s)
   out    -> the client has read it (the remainder)
 
 Prints p50/p90/p99 of each part per report, and the mean parts of the slowest 1% of requests (what makes
@@ -56,11 +60,11 @@ def read_log(path):
 
 
 def pct(values, q):
-    v = sorted(values)
+    v = sorted(x for x in values if x == x)  # NaN: a part the log did not have
     return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
 
 
-PARTS = ("in", "front", "engine", "text", "write", "out")
+PARTS = ("in", "front", "engine", "text", "write", "wake", "sched", "prep", "sys", "runq", "out")
 
 
 def split(report, log):
@@ -79,8 +83,15 @@ def split(report, log):
             text = (s["first_event_s"] - s["ttft_s"]) * 1000.0
             write = s["first_write_s"] * 1000.0 - s["first_event_s"] * 1000.0
             out = r["ttft_ms"] - t_in - s["first_write_s"] * 1000.0
+            nan = float("nan")
+            woken = s.get("woken_s", nan) * 1000.0
+            popped = s.get("popped_s", nan) * 1000.0
+            begin = s.get("write_begin_s", nan) * 1000.0
             rows.append({"concurrency": level.get("concurrency"), "ttft": r["ttft_ms"], "in": t_in,
-                         "front": front, "engine": engine, "text": text, "write": write, "out": out})
+                         "front": front, "engine": engine, "text": text, "write": write,
+                         "wake": woken - s["first_event_s"] * 1000.0, "sched": popped - woken,
+                         "prep": begin - popped, "sys": s["first_write_s"] * 1000.0 - begin,
+                         "runq": s.get("write_queued_s", nan) * 1000.0, "out": out})
     return rows
 
 
@@ -99,11 +110,11 @@ def main(argv):
         for c in sorted({r["concurrency"] for r in rows}, key=lambda x: (x is None, x)):
             sel = [r for r in rows if r["concurrency"] == c]
             print(f"{path} concurrency {c}: {len(sel)} requests joined")
-            print(f"  {'ms':8}" + "".join(f"{k:>9}" for k in ("ttft",) + PARTS))
+            print(f"  {'ms':8}" + "".join(f"{k:>8}" for k in ("ttft",) + PARTS))
             for q in (0.5, 0.9, 0.99):
-                print(f"  p{int(q * 100):<7}" + "".join(f"{pct([r[k] for r in sel], q):9.2f}" for k in ("ttft",) + PARTS))
+                print(f"  p{int(q * 100):<7}" + "".join(f"{pct([r[k] for r in sel], q):8.2f}" for k in ("ttft",) + PARTS))
             tail = sorted(sel, key=lambda r: r["ttft"])[-max(1, len(sel) // 100):]
-            print(f"  {'tail1%':8}" + "".join(f"{sum(r[k] for r in tail) / len(tail):9.2f}" for k in ("ttft",) + PARTS))
+            print(f"  {'tail1%':8}" + "".join(f"{sum(r[k] for r in tail) / len(tail):8.2f}" for k in ("ttft",) + PARTS))
     return 0
 
 
