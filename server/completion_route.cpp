@@ -157,7 +157,10 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
           offsets[i] = one.offset;
           lp = one.to_json();
         }
-        if (!e.token->text.empty() || !lp.is_null()) send_token(completion_chunk_json(p.header, idx, e.token->text, "", lp));
+        // One chunk a generated token, as vLLM streams them: a token whose text is not complete yet (part of a
+        // UTF-8 character, a skipped special token, text held while it may begin a stop string) goes out as
+        // "" now, its bytes with a later token. The client sees every token when it is made.
+        send_token(completion_chunk_json(p.header, idx, e.token->text, "", lp));
       }
     }
     if (e.finish) {

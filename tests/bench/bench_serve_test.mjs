@@ -37,7 +37,7 @@ test('percentiles interpolate linearly between order statistics, as numpy does',
   assert.equal(summarize([]).p99, null);
 });
 
-test('TTFT is the first content chunk, ITL every gap after it, TPOT (e2e - ttft) / (tokens - 1)', () => {
+test('TTFT is the first token chunk, ITL every gap after it, TPOT (e2e - ttft) / (tokens - 1)', () => {
   const lat = requestLatencies({ chunkTimes: [100, 110, 130, 160], e2eMs: 165, outputTokens: 4 });
   close(lat.ttftMs, 100);
   assert.deepEqual(lat.itlMs, [10, 20, 30]);
@@ -321,7 +321,22 @@ test('chat streams: the role-only first chunk is not the first token', async () 
     const l = r.report.levels[0];
     assert.equal(l.completed, 4);
     assert.ok(l.ttft_ms.min >= 149, `TTFT min ${l.ttft_ms.min}`);
-    assert.equal(l.per_request[0].content_chunks, 6);
+    assert.equal(l.per_request[0].token_chunks, 6);
+  });
+});
+
+test('a completion token whose text comes later counts at its own chunk; first text is reported beside it', async () => {
+  await withFake(['--ttft-ms', '100', '--itl-ms', '80', '--held-first'], async (url, dir) => {
+    const r = await bench(url, dir, ['--concurrency', '1', '--requests', '2', '--max-tokens', '4', '--ignore-eos', '--no-calibrate']);
+    assert.equal(r.code, 0, r.out);
+    const l = r.report.levels[0];
+    assert.equal(l.completed, 2);
+    for (const q of l.per_request) {
+      assert.equal(q.token_chunks, 4);
+      assert.ok(q.ttft_ms >= 99 && q.ttft_ms < 170, `TTFT ${q.ttft_ms}`);
+      assert.ok(q.first_text_ms >= q.ttft_ms + 70, `first text ${q.first_text_ms} vs TTFT ${q.ttft_ms}`);
+    }
+    assert.ok(l.first_text_ms.p50 >= l.ttft_ms.p50 + 70, JSON.stringify([l.ttft_ms, l.first_text_ms]));
   });
 });
 

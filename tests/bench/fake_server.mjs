@@ -7,10 +7,11 @@
 // agree — unless --batch-variant makes the words depend on how many requests are in flight, which is the
 // bug --check-solo exists to catch. Timing: the first content chunk leaves --ttft-ms after the request
 // arrives, each next one --itl-ms later. A chat stream first sends a role-only chunk at once, which must not
-// count as the first token.
+// count as the first token. --held-first makes a completion's first token chunk carry text "" (a token
+// whose text is not complete yet) and its word come with the second.
 import http from 'node:http';
 
-const opts = { port: 0, ttftMs: 50, itlMs: 10, failEvery: 0, errorEventEvery: 0, batchVariant: false, tokensPerWord: 2 };
+const opts = { port: 0, ttftMs: 50, itlMs: 10, failEvery: 0, errorEventEvery: 0, batchVariant: false, tokensPerWord: 2, heldFirst: false };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
@@ -23,6 +24,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--fail-every') opts.failEvery = Number(val());
   else if (a === '--error-event-every') opts.errorEventEvery = Number(val());
   else if (a === '--batch-variant') opts.batchVariant = true;
+  else if (a === '--held-first') opts.heldFirst = true;
   else {
     console.error(`fake_server: unknown argument '${a}'`);
     process.exit(2);
@@ -87,7 +89,9 @@ async function generate(req, res, chat) {
       return;
     }
     const wobble = opts.batchVariant && inFlight > 1 ? 1 : 0;
-    const word = ` w${(h + j * 31 + wobble) % 97}`;
+    const wordOf = (k) => ` w${(h + k * 31 + wobble) % 97}`;
+    const held = opts.heldFirst && !chat && count > 1;
+    const word = held && j === 0 ? '' : held && j === 1 ? wordOf(0) + wordOf(1) : wordOf(j);
     const last = j === count - 1;
     const finish = last ? (count === body.max_tokens ? 'length' : 'stop') : null;
     chunk({ choices: [chat ? { index: 0, delta: { content: word }, finish_reason: finish } : { index: 0, text: word, finish_reason: finish }] });

@@ -321,6 +321,28 @@ TEST_CASE("streamed completions end with usage and [DONE]", "[http][sse]") {
   CHECK(ev[ev.size() - 2]["usage"]["prompt_tokens"] == 3);
 }
 
+TEST_CASE("a streamed completion sends a chunk for every token, text or not yet", "[http][sse]") {
+  // The second token's text is held back (say, the first byte of a two-byte character): its chunk still goes
+  // out when the token is made, with text "", and the bytes come with the next token.
+  Harness h;
+  h.engine.script = {"a", "", "\xc3\xa9", "b"};
+  auto r = h.post("/v1/completions", {{"prompt", "x"}, {"stream", true}, {"max_tokens", 8}});
+  auto ev = sse_events(r->body);
+  std::vector<std::string> texts;
+  std::string finish;
+  for (auto& e : ev) {
+    if (!e.is_object() || e["choices"].empty()) continue;
+    const json& c = e["choices"][0];
+    if (!c["finish_reason"].is_null()) {
+      finish = c["finish_reason"];
+      continue;
+    }
+    texts.push_back(c["text"].get<std::string>());
+  }
+  CHECK(texts == std::vector<std::string>{"a", "", "\xc3\xa9", "b"});
+  CHECK(finish == "stop");
+}
+
 TEST_CASE("status codes: 401, 404, 413, 429, 503 with OpenAI-shaped bodies", "[http][errors]") {
   ServerOptions o;
   o.api_keys = {"sekret"};

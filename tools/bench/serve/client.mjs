@@ -27,16 +27,25 @@ function errorMessageOf(obj) {
 
 // Text a chunk carries: completions put it in choices[0].text, chat in choices[0].delta.content (or
 // reasoning_content for thinking models). A role-only or empty delta is not a content chunk.
+// What a chunk carries. `token`: it stands for a generated token, as vLLM's benchmark counts them: a
+// completion chunk with a text field (which may be "": the server sends one chunk a token, and a token
+// whose text is not complete yet, e.g. part of a UTF-8 character, comes as "") other than a bare finish
+// chunk; a chat chunk with content (chat deltas carry text only).
 function chunkText(obj) {
   const choice = Array.isArray(obj.choices) ? obj.choices[0] : undefined;
-  if (!choice) return { text: '', finish: null };
+  if (!choice) return { text: '', finish: null, token: false };
   let text = '';
-  if (typeof choice.text === 'string') text = choice.text;
-  else if (choice.delta) {
+  let token = false;
+  const finish = choice.finish_reason ?? null;
+  if (typeof choice.text === 'string') {
+    text = choice.text;
+    token = text.length > 0 || finish === null;
+  } else if (choice.delta) {
     if (typeof choice.delta.content === 'string') text += choice.delta.content;
     if (typeof choice.delta.reasoning_content === 'string') text += choice.delta.reasoning_content;
+    token = text.length > 0;
   }
-  return { text, finish: choice.finish_reason ?? null };
+  return { text, finish, token };
 }
 
 // Requests go through node:http with a keep-alive agent, not fetch(): undici's web streams added 1.3-2 ms
@@ -86,6 +95,7 @@ export async function streamRequest({ url, body, headers = {}, signal, index }) 
     status: null,
     error: null,
     chunkTimes: [],
+    firstTextMs: null,
     e2eMs: null,
     text: '',
     outputTokens: 0,
@@ -150,9 +160,10 @@ export async function streamRequest({ url, body, headers = {}, signal, index }) 
         }
         if (rec.responseId === null && typeof obj.id === 'string') rec.responseId = obj.id;
         if (obj.usage) usage = obj.usage;
-        const { text, finish } = chunkText(obj);
+        const { text, finish, token } = chunkText(obj);
+        if (token) rec.chunkTimes.push(t);
         if (text.length > 0) {
-          rec.chunkTimes.push(t);
+          if (rec.firstTextMs === null) rec.firstTextMs = t;
           rec.text += text;
         }
         if (finish) rec.finishReason = finish;

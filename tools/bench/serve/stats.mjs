@@ -39,7 +39,9 @@ export function summarize(values) {
 }
 
 // Per-request latencies in milliseconds from one request's timeline. `chunkTimes` are the arrival times of
-// the chunks that carried generated text, relative to the moment the request was sent.
+// the chunks that stood for generated tokens (client.mjs chunkText), relative to the moment the request was
+// sent; TTFT is the first of them, as vLLM's benchmark_serving measures it. `firstTextMs` (time to the first
+// non-empty text) is reported beside it.
 export function requestLatencies(record) {
   const { chunkTimes, e2eMs, outputTokens } = record;
   const ttftMs = chunkTimes.length > 0 ? chunkTimes[0] : null;
@@ -55,6 +57,7 @@ export function phaseReport(records, durationMs) {
   const ok = records.filter((r) => r.ok);
   const failed = records.filter((r) => !r.ok);
   const ttft = [];
+  const ttfText = [];
   const tpot = [];
   const itl = [];
   const e2el = [];
@@ -65,6 +68,7 @@ export function phaseReport(records, durationMs) {
     const lat = r.ok ? requestLatencies(r) : null;
     if (lat) {
       if (lat.ttftMs !== null) ttft.push(lat.ttftMs);
+      if (r.firstTextMs != null) ttfText.push(r.firstTextMs);
       if (lat.tpotMs !== null) tpot.push(lat.tpotMs);
       for (const g of lat.itlMs) itl.push(g);
       e2el.push(lat.e2eMs);
@@ -84,8 +88,9 @@ export function phaseReport(records, durationMs) {
       output_tokens: r.ok ? r.outputTokens : null,
       output_tokens_source: r.outputTokensSource ?? null,
       finish_reason: r.finishReason ?? null,
-      content_chunks: r.chunkTimes.length,
+      token_chunks: r.chunkTimes.length,
       ttft_ms: lat ? lat.ttftMs : null,
+      first_text_ms: r.ok ? r.firstTextMs ?? null : null,
       tpot_ms: lat ? lat.tpotMs : null,
       e2el_ms: lat ? lat.e2eMs : null,
       itl_ms: lat ? lat.itlMs : [],
@@ -107,6 +112,7 @@ export function phaseReport(records, durationMs) {
     output_throughput: rate(outputTokens),
     total_token_throughput: rate(outputTokens + promptTokens),
     ttft_ms: summarize(ttft),
+    first_text_ms: summarize(ttfText),
     tpot_ms: summarize(tpot),
     itl_ms: summarize(itl),
     e2el_ms: summarize(e2el),
