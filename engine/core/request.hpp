@@ -67,7 +67,7 @@ struct Event {
 class RequestChannel {
  public:
   // Queues the event and, when `wake`, wakes a reader blocked in pop; with wake false the producer wakes it
-  // later through wake() (the engine does that from its Waker thread).
+  // later through wake() (the engine does that through its Waker, or itself for first tokens).
   void push(Event e, bool wake = true);
   void wake();
   // Waits up to `timeout` for the next event; nullopt on timeout (the handler then checks its client).
