@@ -34,11 +34,11 @@ bool address_matches(const sockaddr_storage& sa, const std::string& addr, int po
 
 }  // namespace
 
-ClientProbe ClientProbe::find(const std::string& local_addr, int local_port, const std::string& remote_addr,
-                              int remote_port) {
-  if (local_port <= 0 || remote_port <= 0) return ClientProbe();
+int ClientProbe::find(const std::string& local_addr, int local_port, const std::string& remote_addr,
+                      int remote_port) {
+  if (local_port <= 0 || remote_port <= 0) return -1;
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return ClientProbe();
+  if (!dir) return -1;
   int found = -1;
   while (dirent* e = readdir(dir)) {
     char* end = nullptr;
@@ -56,10 +56,14 @@ ClientProbe ClientProbe::find(const std::string& local_addr, int local_port, con
     }
   }
   closedir(dir);
-  return found >= 0 ? ClientProbe(found) : ClientProbe();
+  return found;
 }
 
-bool ClientProbe::gone() const {
+bool ClientProbe::gone() {
+  if (!looked_up_) {
+    looked_up_ = true;
+    fd_ = find(local_addr_, local_port_, remote_addr_, remote_port_);
+  }
   if (fd_ < 0) return false;
   pollfd p{};
   p.fd = fd_;

@@ -5,19 +5,26 @@
 // for as long as the handler runs, because the thread that owns it is the one running the handler.
 #pragma once
 #include <string>
+#include <utility>
 
 namespace strata {
 
 class ClientProbe {
  public:
-  ClientProbe() = default;
-  // Looks up the socket whose local and peer addresses match; an unknown connection probes as "present".
-  static ClientProbe find(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port);
-  bool valid() const { return fd_ >= 0; }
-  bool gone() const;
+  // Remembers the connection's address pair. Finding its descriptor walks every open one, so that waits for
+  // the first gone() (the stream's first wait, while the engine works on the request), not the request's
+  // way to the engine; an unknown connection probes as "present".
+  ClientProbe(std::string local_addr, int local_port, std::string remote_addr, int remote_port)
+      : local_addr_(std::move(local_addr)), remote_addr_(std::move(remote_addr)), local_port_(local_port),
+        remote_port_(remote_port) {}
+  bool gone();
 
  private:
-  explicit ClientProbe(int fd) : fd_(fd) {}
+  static int find(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port);
+
+  std::string local_addr_, remote_addr_;
+  int local_port_, remote_port_;
+  bool looked_up_ = false;
   int fd_ = -1;
 };
 

@@ -183,18 +183,7 @@ void HttpServer::Impl::serve_generation(const httplib::Request& req, httplib::Re
     record(endpoint, err.status);
     return;
   }
-  // Finding the connection's descriptor walks every open one: done at the first check (the stream's first
-  // wait, while the engine works on the request), not before the request reaches the engine.
-  struct LazyProbe {
-    std::string local_addr, remote_addr;
-    int local_port, remote_port;
-    std::optional<ClientProbe> probe;
-    bool gone() {
-      if (!probe) probe = ClientProbe::find(local_addr, local_port, remote_addr, remote_port);
-      return probe->gone();
-    }
-  };
-  auto probe = std::make_shared<LazyProbe>(LazyProbe{req.local_addr, req.remote_addr, req.local_port, req.remote_port, std::nullopt});
+  auto probe = std::make_shared<ClientProbe>(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   CallContext call;
   call.received = received;
   call.client_gone = [probe] { return probe->gone(); };
