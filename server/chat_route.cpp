@@ -155,7 +155,7 @@ int run_chat_stream(ChatStream& s, const std::function<bool(const std::string&)>
       if (i == 0) cached = f.cached_prompt_tokens;
     }
   }
-  return sse.finish(job, p.req.gen.include_usage
+  return sse.finish(p.req.gen.include_usage
                             ? chat_usage_chunk_json(p.header, usage_json(prompt_tokens, completion, cached))
                             : nlohmann::json());
 }

@@ -186,7 +186,7 @@ int run_completion_stream(CompletionStream& s, const std::function<bool(const st
       if (i % size_t(per_prompt) == 0) cached += f.cached_prompt_tokens;
     }
   }
-  return sse.finish(job, p.req.gen.include_usage
+  return sse.finish(p.req.gen.include_usage
                             ? completion_usage_chunk_json(p.header, usage_json(usage_prompt_tokens(p), completion, cached))
                             : nlohmann::json());
 }

@@ -112,9 +112,9 @@ std::function<bool()> stop_predicate(const RouteEnv& env, const CallContext& cal
   return [aborting, gone] { return (aborting && aborting->load()) || (gone && gone()); };
 }
 
-SseSession::SseSession(const RouteEnv& env, const CallContext& call, const GenerationJob& job,
+SseSession::SseSession(const RouteEnv& env, const CallContext& call, GenerationJob& job,
                        const std::function<bool(const std::string&)>& write)
-    : write_(write), job_(&job), received_(call.received), submitted_(call.submitted) {
+    : write_(write), job_(job), received_(call.received), submitted_(call.submitted) {
   auto base = stop_predicate(env, call);
   stop_ = [this, base] { return !client_ok_ || base(); };
 }
@@ -130,15 +130,16 @@ bool SseSession::send_token(const nlohmann::json& event) {
   const bool ok = send(event);
   if (ok && first) {
     first_token_write_ = std::chrono::steady_clock::now();
-    if (job_->first_take_run_queue_ns() >= 0) {
+    if (job_.first_take_run_queue_ns() >= 0) {
       const int64_t now_queued = thread_run_queue_ns();
-      if (now_queued >= 0) first_write_queued_ns_ = now_queued - job_->first_take_run_queue_ns();
+      if (now_queued >= 0) first_write_queued_ns_ = now_queued - job_.first_take_run_queue_ns();
     }
   }
   return ok;
 }
 
-void SseSession::log_delivery(const GenerationJob& job) const {
+void SseSession::log_delivery() const {
+  const GenerationJob& job = job_;
   if (!spdlog::should_log(spdlog::level::debug) || job.size() == 0) return;
   using namespace std::chrono;
   const auto age = steady_clock::now() - received_;
@@ -156,13 +157,13 @@ void SseSession::log_delivery(const GenerationJob& job) const {
   log_event(spdlog::level::debug, job.request(0).id, "stream delivered", fields);
 }
 
-int SseSession::finish(GenerationJob& job, const nlohmann::json& usage_chunk) {
-  log_delivery(job);
+int SseSession::finish(const nlohmann::json& usage_chunk) {
+  log_delivery();
   if (!client_ok_) {
-    job.cancel();
+    job_.cancel();
     return 499;
   }
-  if (!job.finished()) {
+  if (!job_.finished()) {
     ApiError err = unavailable_error("the server stopped this request before it finished", "request_aborted");
     send(error_body(err));
     return err.status;

@@ -63,7 +63,7 @@ std::optional<RouteResponse> collect_whole(const RouteEnv& env, GenerationJob& j
 // engine stopped the job before it finished; else sends `usage_chunk` (unless null) and [DONE], 200.
 class SseSession {
  public:
-  SseSession(const RouteEnv& env, const CallContext& call, const GenerationJob& job,
+  SseSession(const RouteEnv& env, const CallContext& call, GenerationJob& job,
              const std::function<bool(const std::string&)>& write);
   SseSession(const SseSession&) = delete;  // stop() refers to this object
   SseSession& operator=(const SseSession&) = delete;
@@ -75,13 +75,13 @@ class SseSession {
   bool client_ok() const { return client_ok_; }
   // The predicate GenerationJob::wait takes.
   const std::function<bool()>& stop() const { return stop_; }
-  int finish(GenerationJob& job, const nlohmann::json& usage_chunk);
+  int finish(const nlohmann::json& usage_chunk);
 
  private:
-  void log_delivery(const GenerationJob& job) const;
+  void log_delivery() const;
 
   const std::function<bool(const std::string&)>& write_;
-  const GenerationJob* job_;
+  GenerationJob& job_;
   std::chrono::steady_clock::time_point received_, submitted_, first_token_write_{};
   // When the first token's write began, and (debug logging) how long this thread sat on a run queue between
   // taking the first event and the write's return (-1: not measured).

@@ -67,14 +67,22 @@ Event token_event(TokenId id) {
   return Event{t, std::nullopt};
 }
 
+// A reader blocked on a channel whose event was pushed without waking it and posted to the waker.
+struct QuietlyPosted {
+  Waker waker;
+  std::shared_ptr<RequestChannel> ch = std::make_shared<RequestChannel>();
+  BlockedReader reader{*ch};
+  explicit QuietlyPosted(TokenId id) {
+    ch->push(token_event(id), false);
+    waker.post(ch);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a quiet push wakes its reader only when the waker is flushed", "[request]") {
-  Waker waker;
-  auto ch = std::make_shared<RequestChannel>();
-  BlockedReader reader(*ch);
-  ch->push(token_event(5), false);
-  waker.post(ch);
+  QuietlyPosted q(5);
+  auto& [waker, ch, reader] = q;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   // Posted but not flushed: the reader still sleeps (its timeout is 20 s).
   CHECK_FALSE(reader.done);
@@ -88,12 +96,9 @@ TEST_CASE("a quiet push wakes its reader only when the waker is flushed", "[requ
 }
 
 TEST_CASE("wake_now wakes what is posted from the calling thread and leaves nothing for a flush", "[request]") {
-  Waker waker;
-  auto ch = std::make_shared<RequestChannel>();
+  QuietlyPosted q(3);
+  auto& [waker, ch, reader] = q;
   CHECK(ch->first_wake() == std::chrono::steady_clock::time_point{});
-  BlockedReader reader(*ch);
-  ch->push(token_event(3), false);
-  waker.post(ch);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK_FALSE(reader.done);
   const auto before = std::chrono::steady_clock::now();
