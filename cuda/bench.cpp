@@ -182,7 +182,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -197,6 +197,7 @@ int run_bench_command(int argc, char** argv) {
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
   int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
   bool attention_short_tiles = CudaBackendOptions{}.attention_short_tiles;
+  bool attention_prompt_flash = CudaBackendOptions{}.attention_prompt_flash;
   bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
   int gemm_min_rows = 0, split_gemm_max_rows = -1;
   DType kv_dtype = DType::BF16;
@@ -239,6 +240,8 @@ int run_bench_command(int argc, char** argv) {
       else return usage(name);
     } else if (!std::strcmp(argv[i], "--attention-short-tiles") && has_value) {
       if (!parse_on_off(argv[++i], &attention_short_tiles)) return usage(name);  // tensor-core attention tiles
+    } else if (!std::strcmp(argv[i], "--attention-prompt-flash") && has_value) {
+      if (!parse_on_off(argv[++i], &attention_prompt_flash)) return usage(name);  // mixed windows' prompt tiles
     } else if (!std::strcmp(argv[i], "--gemm-autotune") && has_value) {
       if (!parse_on_off(argv[++i], &gemm_autotune)) return usage(name);  // cuBLASLt algorithms timed per shape
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
@@ -314,6 +317,7 @@ int run_bench_command(int argc, char** argv) {
     o.fused_row_attention = fused_row_attention;
     o.attention_tc_lean = attention_tc_lean;
     o.attention_short_tiles = attention_short_tiles;
+    o.attention_prompt_flash = attention_prompt_flash;
     o.gemm_autotune = gemm_autotune;
     CudaBackend be(*model, o);
     // What one token must read: every layer's matrices and the LM head (the embedding gathers one row).

@@ -94,6 +94,7 @@ struct CudaBackend::Impl {
   // timing depends on, so a later shape with the same two (other tile or split counts) is captured directly.
   std::set<std::pair<int, int>> gemms_timed;
   int short_tiles = 0;  // build_window_meta's short_tiles (CudaBackendOptions::attention_short_tiles)
+  bool prompt_flash = false;  // and its flash_long_tiles (attention_prompt_flash, where flash has the head size)
   SlotBook book;  // paged; allocate_kv() sizes its pool from the KV budget
   // Padding rows of bucketed windows run as this slot id (one past the last real slot): its table row points
   // at the reserved block num_blocks, outside the pool, so they never write a cell a real slot owns.
@@ -141,8 +142,6 @@ struct CudaBackend::Impl {
   }
 
   int q_dim() const { return cfg.num_heads * cfg.head_dim; }
-  // The largest metadata block (window_meta.hpp): at most T tiles, R output rows.
-  static size_t meta_words(size_t T, size_t R) { return 5 * T + R + 1 + size_t(cuda::kPickWords) * R; }
   int kv_dim() const { return cfg.num_kv_heads * cfg.head_dim; }
   size_t kv_elem_bytes() const { return opts.kv_cache_dtype == DType::BF16 ? 2 : 4; }
 
@@ -233,7 +232,7 @@ struct CudaBackend::Impl {
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
         {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
-        {meta_words(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
+        {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
@@ -251,7 +250,7 @@ struct CudaBackend::Impl {
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     gemm = std::make_unique<cuda::Gemm>(cublas, stream, cublas_ws.get(), cublas_ws.bytes(), opts.gemm_autotune);
-    meta_host = cuda::PinnedBuffer(meta_words(T, R) * 4, "window metadata");
+    meta_host = cuda::PinnedBuffer(cuda::meta_words_max(T, R) * 4, "window metadata");
     picks_host = cuda::PinnedBuffer(R * 4, "picks");
     logprobs_host = cuda::PinnedBuffer(R * size_t(cuda::kLogprobWords) * 4, "device logprobs");
     mem.workspace_bytes = total + cublas_ws.bytes() + gemm->flush_bytes() + rope_cos.bytes() + rope_sin.bytes();
@@ -336,6 +335,7 @@ struct CudaBackend::Impl {
     short_tiles = opts.attention_short_tiles && fwd.attention_tc && cuda::attention_tc_supports(cfg.head_dim, fwd.kv.type)
                       ? std::max(1, 16 / group)
                       : 0;
+    prompt_flash = short_tiles > 0 && opts.attention_prompt_flash && cuda::flash_attention_supports(cfg.head_dim);
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;
@@ -434,7 +434,8 @@ struct CudaBackend::Impl {
   cuda::WindowMeta meta_for(const Window& w, int first, int last) {
     const int pad_span = std::min(book.block_size(), opts.max_context);
     return cuda::build_window_meta(w, first, last, max_splits, scratch_slot, pad_span,
-                                   cuda::bucket_rows(opts.max_output_rows), short_tiles, fwd.gemm_min_rows);
+                                   cuda::bucket_rows(opts.max_output_rows), short_tiles, fwd.gemm_min_rows,
+                                   prompt_flash);
   }
 
   void warm_up_decode() {

@@ -78,6 +78,9 @@ struct CudaBackendOptions {
   // mma chunk a block, so the prompt tiles of a mixed window take as long as its decode rows' blocks
   // (build_window_meta's short_tiles). false keeps 16-row tiles.
   bool attention_short_tiles = true;
+  // With short tiles, a mixed window's long tiles (its prompt chunks) go to flash attention instead of being
+  // cut for the tensor-core kernel (build_window_meta's flash_long_tiles); false cuts them too.
+  bool attention_prompt_flash = true;
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;

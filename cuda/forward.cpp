@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cuda/gemm.hpp"
+#include "engine/core/types.hpp"
 
 namespace strata {
 namespace cuda {
@@ -54,8 +55,14 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // (prompt chunks). Other windows on the GEMM path (decode batches) from a bf16 arena take the decode kernel,
   // whose mma tiles hold a GQA group's heads, so each K/V tile is read once for the group; from an fp32 arena
   // (or with attention_tc off) they keep the fixed-order kernel.
-  const bool flash = use_gemm && flash_attention_supports(HD) && takes_flash_tiles(T, shape.tiles_cap);
+  const bool flash = use_gemm && flash_attention_supports(HD) && takes_flash(shape);
   const bool tc = use_gemm && !flash && ctx.attention_tc && attention_tc_supports(HD, ctx.kv.type);
+  // A mixed window's long tiles (its prompt chunks, build_window_meta's flash_long_tiles) on flash attention,
+  // after the tensor-core kernel and its split merge have served the short ones (decode rows). The merge runs
+  // over every row of the window, so flash must come after it: it overwrites the rows of its own tiles.
+  const bool flash_long = tc && shape.flash_tiles_cap > 0;
+  if (shape.flash_tiles_cap > 0 && !(flash_long && flash_attention_supports(HD)))
+    throw Error("cuda forward: a window with flash tiles needs the tensor-core attention and flash attention");
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
@@ -109,6 +116,11 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   ap.part_ml = ws.part_ml;
   ap.out = ws.att;
   ap.out16 = in16;
+  AttentionParams flash_ap = ap;  // the long tiles
+  flash_ap.tile_first = ws.meta + L.flash_tile_first;
+  flash_ap.tile_rows = ws.meta + L.flash_tile_rows;
+  flash_ap.n_tiles = ws.meta + L.n_flash_tiles;
+  flash_ap.max_tiles = shape.flash_tiles_cap;
 
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
@@ -131,9 +143,13 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       launch_qkv_rope(ws.qkv, T, qp, stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
-      else if (tc)
+      else if (tc) {
         launch_attention_tc(ap, stream);
-      else
+        if (flash_long) {
+          flash_ap.kv = kv;
+          launch_flash_attention(flash_ap, stream);
+        }
+      } else
         launch_attention(ap, stream);
     }
     if (gemv) {

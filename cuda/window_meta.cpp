@@ -20,7 +20,8 @@ int pow2_at_least(int n) {
 }  // namespace
 
 bool WindowShape::operator<(const WindowShape& o) const {
-  return std::tie(rows, out_rows, tiles_cap, splits_cap) < std::tie(o.rows, o.out_rows, o.tiles_cap, o.splits_cap);
+  return std::tie(rows, out_rows, tiles_cap, splits_cap, flash_tiles_cap) <
+         std::tie(o.rows, o.out_rows, o.tiles_cap, o.splits_cap, o.flash_tiles_cap);
 }
 
 MetaLayout::MetaLayout(const WindowShape& s) {
@@ -31,7 +32,10 @@ MetaLayout::MetaLayout(const WindowShape& s) {
   n_tiles = out_rows + s.out_rows;
   tile_first = n_tiles + 1;
   tile_rows = tile_first + s.tiles_cap;
-  pick_specs = tile_rows + s.tiles_cap;
+  n_flash_tiles = tile_rows + s.tiles_cap;
+  flash_tile_first = n_flash_tiles + 1;
+  flash_tile_rows = flash_tile_first + s.flash_tiles_cap;
+  pick_specs = flash_tile_rows + s.flash_tiles_cap;
   words = pick_specs + kPickWords * s.out_rows;
 }
 
@@ -60,7 +64,7 @@ int bucket_rows(int n) {
 }
 
 WindowMeta build_window_meta(const Window& w, int first, int last, int max_splits, SlotId pad_slot, int pad_span,
-                             int out_cap, int short_tiles, int short_tiles_min_rows) {
+                             int out_cap, int short_tiles, int short_tiles_min_rows, bool flash_long_tiles) {
   WindowMeta m;
   const int T = last - first;
   // Query tiles: runs of consecutive rows of one slot at consecutive positions, cut every kAttnQueryTile.
@@ -105,17 +109,27 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
   m.shape.rows = Tb;
   m.shape.out_rows = Rb;
   auto tiles_cap = [&] { return std::min(Tb, pow2_at_least(int(tile_first.size()))); };
+  std::vector<int> flash_first, flash_rows;  // the long tiles, when flash_long_tiles takes them
   if (short_tiles > 0 && Tb >= short_tiles_min_rows && !takes_flash_tiles(Tb, tiles_cap())) {
     std::vector<int> first_cut, rows_cut;
-    for (size_t t = 0; t < tile_first.size(); ++t)
+    for (size_t t = 0; t < tile_first.size(); ++t) {
+      if (flash_long_tiles && tile_rows[t] > short_tiles) {
+        flash_first.push_back(tile_first[t]);
+        flash_rows.push_back(tile_rows[t]);
+        continue;
+      }
       for (int r = 0; r < tile_rows[t]; r += short_tiles) {
         first_cut.push_back(tile_first[t] + r);
         rows_cut.push_back(std::min(short_tiles, tile_rows[t] - r));
       }
+    }
     tile_first.swap(first_cut);
     tile_rows.swap(rows_cut);
   }
+  // At least one tile in the tensor-core kernel's grid even when every tile went to flash (pow2_at_least(0) is
+  // 1; blocks past n_tiles return at once).
   m.shape.tiles_cap = tiles_cap();
+  m.shape.flash_tiles_cap = flash_first.empty() ? 0 : std::min(Tb, pow2_at_least(int(flash_first.size())));
   m.shape.splits_cap = std::min(max_splits, pow2_at_least(max_pos / kAttnSplit + 1));
   const MetaLayout L(m.shape);
   m.words.assign(size_t(L.words), 0);
@@ -135,6 +149,11 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
   for (size_t i = 0; i < tile_first.size(); ++i) {
     m.words[size_t(L.tile_first) + i] = tile_first[i];
     m.words[size_t(L.tile_rows) + i] = tile_rows[i];
+  }
+  m.words[size_t(L.n_flash_tiles)] = int32_t(flash_first.size());
+  for (size_t i = 0; i < flash_first.size(); ++i) {
+    m.words[size_t(L.flash_tile_first) + i] = flash_first[i];
+    m.words[size_t(L.flash_tile_rows) + i] = flash_rows[i];
   }
   return m;
 }

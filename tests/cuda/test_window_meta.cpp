@@ -239,3 +239,80 @@ TEST_CASE("short tiles: a window off flash attention cuts its tiles for the tens
   CHECK(pm.words[size_t(MetaLayout(pm.shape).n_tiles)] == 4);
   CHECK(takes_flash_tiles(pm.shape.rows, pm.shape.tiles_cap));
 }
+
+TEST_CASE("flash long tiles: a mixed window's prompt tiles go to a second list, its short tiles stay", "[host]") {
+  // 12 decode rows of slots 10..21, a 40-row prompt chunk of slot 2 (tiles of 16, 16, 8 rows), a 3-row chunk
+  // of slot 3 (one tile no longer than the short tiles' 4 rows), padded to 64 rows from scratch slot 50.
+  Window w;
+  for (int s = 0; s < 12; ++s) w.rows.push_back(row(10 + s, 1, 300, true, false));
+  for (int i = 0; i < 40; ++i) w.rows.push_back(row(2, 100 + i, i, i == 39, false));
+  for (int i = 0; i < 3; ++i) w.rows.push_back(row(3, 200 + i, 20 + i, i == 2, false));
+  const int T = int(w.rows.size());
+  const WindowMeta cut = build_window_meta(w, 0, T, 32, 50, 16, 64, 4, 17);
+  const WindowMeta m = build_window_meta(w, 0, T, 32, 50, 16, 64, 4, 17, true);
+  REQUIRE(m.shape.rows == 64);
+  REQUIRE(!takes_flash_tiles(cut.shape.rows, cut.shape.tiles_cap));
+  // Its short list alone (16 tiles' grid) would pass for a prompt window: the long list decides.
+  CHECK(takes_flash_tiles(m.shape.rows, m.shape.tiles_cap));
+  CHECK(!takes_flash(m.shape));
+  const MetaLayout L(m.shape), C(cut.shape);
+  // Cut: 12 + 10 + 1 tiles and the 9 padding rows cut into 4 + 4 + 1; no second list.
+  CHECK(cut.words[size_t(C.n_tiles)] == 12 + 10 + 1 + 3);
+  CHECK(cut.shape.flash_tiles_cap == 0);
+  CHECK(cut.words[size_t(C.n_flash_tiles)] == 0);
+  // With flash: the short list keeps the 12 decode rows and the 3-row tile; the prompt's three tiles and the
+  // padding tile (9 rows) are the long list, whole.
+  REQUIRE(m.words[size_t(L.n_tiles)] == 13);
+  CHECK(m.shape.tiles_cap == 16);
+  std::vector<int> first, rows;
+  for (int s = 0; s < 12; ++s) first.push_back(s), rows.push_back(1);
+  first.push_back(52), rows.push_back(3);
+  CHECK(words(m, L.tile_first, 13) == first);
+  CHECK(words(m, L.tile_rows, 13) == rows);
+  REQUIRE(m.words[size_t(L.n_flash_tiles)] == 4);
+  CHECK(m.shape.flash_tiles_cap == 4);
+  CHECK(words(m, L.flash_tile_first, 4) == std::vector<int>({12, 28, 44, 55}));
+  CHECK(words(m, L.flash_tile_rows, 4) == std::vector<int>({16, 16, 8, 9}));
+  // The rows and what they produce are unchanged; the pick specs follow both lists.
+  CHECK(words(m, L.pos, 64) == words(cut, C.pos, 64));
+  CHECK(words(m, L.out_rows, m.shape.out_rows) == words(cut, C.out_rows, cut.shape.out_rows));
+  CHECK(L.pick_specs == L.flash_tile_rows + 4);
+  CHECK(L.words == L.pick_specs + kPickWords * m.shape.out_rows);
+  // The shapes differ, so the two never share a graph.
+  CHECK((cut.shape < m.shape || m.shape < cut.shape));
+  // A window that takes flash attention whole, and one below the short tiles' minimum, have no second list.
+  const Window p = slot_chunk(2, 0, 64);
+  CHECK(build_window_meta(p, 0, 64, 32, kNoSlot, 16, 0, 4, 17, true).shape.flash_tiles_cap == 0);
+  CHECK(build_window_meta(w, 0, T, 32, 50, 16, 64, 4, 128, true).shape.flash_tiles_cap == 0);
+  // Only long tiles: the short list is empty and its grid one tile wide.
+  Window only;
+  for (int s = 0; s < 9; ++s)
+    for (int i = 0; i < 5; ++i) only.rows.push_back(row(s, 1, 10 + i, i == 4, false));
+  const WindowMeta o = build_window_meta(only, 0, 45, 32, kNoSlot, 16, 0, 4, 17, true);
+  CHECK(!takes_flash(o.shape));
+  CHECK(o.words[size_t(MetaLayout(o.shape).n_tiles)] == 0);
+  CHECK(o.shape.tiles_cap == 1);
+  CHECK(o.shape.flash_tiles_cap == 16);
+  CHECK(o.words[size_t(MetaLayout(o.shape).n_flash_tiles)] == 9);
+}
+
+TEST_CASE("no window's metadata outgrows meta_words_max, with or without either tile option", "[host]") {
+  // Decode rows of d slots, then prompt chunks of c rows each for k slots, for many (d, c, k): the device
+  // block and its pinned mirror are sized by meta_words_max.
+  for (int d : {0, 1, 5, 16, 100, 128})
+    for (int c : {1, 3, 5, 16, 17, 40, 129})
+      for (int k : {0, 1, 3})
+        for (int opt = 0; opt < 3; ++opt) {
+          Window w;
+          for (int s = 0; s < d; ++s) w.rows.push_back(row(s, 1, 50 + s, true, false));
+          for (int j = 0; j < k; ++j)
+            for (int i = 0; i < c; ++i) w.rows.push_back(row(200 + j, 2, i, i + 1 == c, false));
+          const int T = int(w.rows.size());
+          if (T == 0) continue;
+          const WindowMeta m = build_window_meta(w, 0, T, 32, 400, 16, 256, opt > 0 ? 4 : 0, 17, opt == 2);
+          INFO("d " << d << " c " << c << " k " << k << " opt " << opt);
+          REQUIRE(m.words.size() == size_t(MetaLayout(m.shape).words));
+          REQUIRE(m.words.size() <= meta_words_max(size_t(m.shape.rows), size_t(m.shape.out_rows)));
+          REQUIRE(m.shape.flash_tiles_cap <= m.shape.rows);
+        }
+}
