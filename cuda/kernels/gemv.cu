@@ -24,11 +24,15 @@ namespace strata {
 namespace cuda {
 namespace {
 
-constexpr int kWarps = 8;           // per block
-constexpr int kBlocksPerSm = 2;     // the grid is one wave: every block stages the activations once
+// One block of 16 warps an SM: the grid is one wave, and each SM stages the activation row once. Against two
+// blocks of 8 an SM (the same warps and loads in flight) this is 2 % faster at batch 1 (8B 233 against 229
+// tok/s, 1B 1,132 against 1,110; docs/PERFORMANCE.md run 45): half the staging reads of the previous kernel's
+// output, which every block waits for.
+constexpr int kWarps = 16;  // per block
+constexpr int kBlocksPerSm = 1;
 constexpr int kLoads = 8;           // 16-byte weight loads per lane per buffer (over the task's rows)
 constexpr int kChunk = 256;         // elements of a weight row per warp load step (8 per lane)
-constexpr size_t kSmemTwoBlocks = 110 * 1024;  // staged rows up to this size keep two blocks on an SM
+constexpr size_t kSmemMax = 220 * 1024;  // the staged row's limit (the SM's 227 KB, less the static scratch)
 
 // Float4 group g of the activation row lives at permuted(g): lane l's elements [8 l, 8 l + 8) of a chunk are
 // groups 2 l and 2 l + 1, stored at l and 32 + l of the chunk's 64, so each of a warp's two reads covers 32
@@ -160,8 +164,7 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
     return n;
   }();
   const size_t smem = smem_for(p.k);
-  const int per_sm = smem <= kSmemTwoBlocks ? kBlocksPerSm : 1;
-  const int warps = sms * per_sm * kWarps;
+  const int warps = sms * kBlocksPerSm * kWarps;
   const int tpw = (p.n + warps - 1) / warps;
   const int blocks = (p.n + kWarps * tpw - 1) / (kWarps * tpw);
   launch_kernel(gemv_kernel<NR, EP, NORM>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, tpw);
@@ -171,12 +174,12 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
 template <int NR, GemvEpilogue EP, bool NORM>
 void configure_one() {
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(2 * kSmemTwoBlocks)));
+                                         int(kSmemMax)));
 }
 
 }  // namespace
 
-bool gemv_supports(int k) { return k > 0 && k % 8 == 0 && smem_for(k) <= 2 * kSmemTwoBlocks; }
+bool gemv_supports(int k) { return k > 0 && k % 8 == 0 && smem_for(k) <= kSmemMax; }
 
 void configure_gemv() {
   configure_one<1, GemvEpilogue::Store, false>();
