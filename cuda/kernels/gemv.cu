@@ -24,13 +24,14 @@ namespace strata {
 namespace cuda {
 namespace {
 
-// One block of 16 warps an SM: the grid is one wave, and each SM stages the activation row once. Against two
-// blocks of 8 an SM (the same warps and loads in flight) this is 2 % faster at batch 1 (8B 233 against 229
-// tok/s, 1B 1,132 against 1,110; docs/PERFORMANCE.md run 45): half the staging reads of the previous kernel's
-// output, which every block waits for.
-constexpr int kWarps = 16;  // per block
+// One block an SM: the grid is one wave, and each SM stages the activation row once. Against two blocks of 8
+// warps an SM (the same warps and loads in flight) one block of 16 is 2 % faster at batch 1 (8B 233 against
+// 229 tok/s, 1B 1,132 against 1,110; docs/PERFORMANCE.md run 45): half the staging reads of the previous
+// kernel's output, which every block waits for. Two layouts of the same loads in flight an SM, W warps of L
+// 16-byte weight loads a lane a buffer: 16 x 8, or 32 x 4 (twice the warps for the reduction and the
+// epilogue, at most 64 registers a thread). A launch takes 32 x 4 when that keeps at least as many SMs busy
+// (run 46); the layout does not change a lane's chunks or their order, so neither the sums.
 constexpr int kBlocksPerSm = 1;
-constexpr int kLoads = 8;           // 16-byte weight loads per lane per buffer (over the task's rows)
 constexpr int kChunk = 256;         // elements of a weight row per warp load step (8 per lane)
 constexpr size_t kSmemMax = 220 * 1024;  // the staged row's limit (the SM's 227 KB, less the static scratch)
 
@@ -52,11 +53,12 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 }
 
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j).
-template <int NR, GemvEpilogue EP, bool NORM>
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
   extern __shared__ float4 xs[];  // chunks * 64 float4s
   __shared__ float scratch[32];
   constexpr int U = kLoads / NR;
+  static_assert(kLoads % NR == 0, "a task's rows share the buffer's loads");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int k = p.k;
   const int chunks = (k + kChunk - 1) / kChunk;
@@ -164,17 +166,26 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
     return n;
   }();
   const size_t smem = smem_for(p.k);
-  const int warps = sms * kBlocksPerSm * kWarps;
-  const int tpw = (p.n + warps - 1) / warps;
-  const int blocks = (p.n + kWarps * tpw - 1) / (kWarps * tpw);
-  launch_kernel(gemv_kernel<NR, EP, NORM>, dim3(blocks), dim3(kWarps * 32), smem, stream, p, tpw);
+  // Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave.
+  auto plan = [&](int w, int* tpw) {
+    const int warps = sms * kBlocksPerSm * w;
+    *tpw = (p.n + warps - 1) / warps;
+    return (p.n + w * *tpw - 1) / (w * *tpw);
+  };
+  int tpw_narrow = 0, tpw_wide = 0;
+  const int narrow = plan(16, &tpw_narrow), wide = plan(32, &tpw_wide);
+  if (wide >= narrow)
+    launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4>, dim3(wide), dim3(32 * 32), smem, stream, p, tpw_wide);
+  else
+    launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8>, dim3(narrow), dim3(16 * 32), smem, stream, p, tpw_narrow);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
 template <int NR, GemvEpilogue EP, bool NORM>
 void configure_one() {
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(kSmemMax)));
+  const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8>, attr, int(kSmemMax)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 32, 4>, attr, int(kSmemMax)));
 }
 
 }  // namespace
