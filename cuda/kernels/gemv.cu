@@ -30,7 +30,8 @@ namespace {
 // kernel's output, which every block waits for. Two layouts of the same loads in flight an SM, W warps of L
 // 16-byte weight loads a lane a buffer: 16 x 8, or 32 x 4 (twice the warps for the reduction and the
 // epilogue, at most 64 registers a thread). A launch takes 32 x 4 when that keeps at least as many SMs busy
-// (run 46); the layout does not change a lane's chunks or their order, so neither the sums.
+// (run 46). The choice is a function of the matrix's shape and the SM count, so results stay deterministic
+// (a lane's chunks and their order do not depend on the layout; the norm's sum of squares follows the block size).
 constexpr int kBlocksPerSm = 1;
 constexpr int kChunk = 256;         // elements of a weight row per warp load step (8 per lane)
 constexpr size_t kSmemMax = 220 * 1024;  // the staged row's limit (the SM's 227 KB, less the static scratch)
