@@ -29,9 +29,11 @@ namespace {
 // 229 tok/s, 1B 1,132 against 1,110; docs/PERFORMANCE.md run 45): half the staging reads of the previous
 // kernel's output, which every block waits for. Two layouts of the same loads in flight an SM, W warps of L
 // 16-byte weight loads a lane a buffer: 16 x 8, or 32 x 4 (twice the warps for the reduction and the
-// epilogue, at most 64 registers a thread). A launch takes 32 x 4 when that keeps at least as many SMs busy
-// (run 46). The choice is a function of the matrix's shape and the SM count, so results stay deterministic
-// (a lane's chunks and their order do not depend on the layout; the norm's sum of squares follows the block size).
+// epilogue, at most 64 registers a thread). A launch without the input norm takes 32 x 4 when that keeps at
+// least as many SMs busy (run 46: 8B's o and down projections, +1.5 % at batch 1); with the norm (1B's q/k/v
+// and gate/up would qualify) it measured no gain, so those keep 16 x 8. The choice is a function of the
+// matrix's shape and the SM count, so results stay deterministic (a lane's chunks and their order do not
+// depend on the layout).
 constexpr int kBlocksPerSm = 1;
 constexpr int kChunk = 256;         // elements of a weight row per warp load step (8 per lane)
 constexpr size_t kSmemMax = 220 * 1024;  // the staged row's limit (the SM's 227 KB, less the static scratch)
@@ -175,7 +177,7 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
   };
   int tpw_narrow = 0, tpw_wide = 0;
   const int narrow = plan(16, &tpw_narrow), wide = plan(32, &tpw_wide);
-  if (wide >= narrow)
+  if (!NORM && wide >= narrow)
     launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4>, dim3(wide), dim3(32 * 32), smem, stream, p, tpw_wide);
   else
     launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8>, dim3(narrow), dim3(16 * 32), smem, stream, p, tpw_narrow);
