@@ -4,15 +4,12 @@
 // tiles both stay within tolerance of the CPU backend, and the decode rows beside them keep their bits.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "cuda/cuda_backend.hpp"
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/model/bf16.hpp"
 #include "engine/model/model_tensors.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/model/safetensors_writer.hpp"
@@ -22,20 +19,10 @@ using namespace strata::cuda_test;
 
 namespace {
 
-uint16_t bf16_bits(float f) {  // round to nearest even (the values here are finite)
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 // A Llama directory with bf16 weights drawn uniformly so that every matmul keeps unit-scale activations
-// (bound sqrt(3 / fan_in)), norm weights near 1, and embeddings of unit scale; in a fresh directory under
-// $TMPDIR, since the GPU machine runs the tests away from their build tree.
-std::string random_llama(int head_dim, int heads, int kv_heads, unsigned seed) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/strata_mixed_XXXXXX";
-  REQUIRE(::mkdtemp(&tmpl[0]) != nullptr);
-  const std::string d = tmpl;
+// (bound sqrt(3 / fan_in)), norm weights near 1, and embeddings of unit scale.
+std::string random_llama(const std::string& name, int head_dim, int heads, int kv_heads, unsigned seed) {
+  const std::string d = strata_test::scratch_dir(name);
   nlohmann::json cfg = {{"architectures", {"LlamaForCausalLM"}},
                         {"hidden_size", 512},
                         {"num_hidden_layers", 2},
@@ -81,11 +68,8 @@ TEST_CASE("a mixed window's prompt tiles on flash attention stay within toleranc
   };
   for (const Shape sh : {Shape{64, 8, 2}, Shape{128, 4, 1}}) {
     DYNAMIC_SECTION("head_dim " << sh.head_dim) {
-      const std::string dir = random_llama(sh.head_dim, sh.heads, sh.kv_heads, 7u + unsigned(sh.head_dim));
-      auto model = load_model(dir);
-      std::remove((dir + "/config.json").c_str());  // the weights stay mapped until the model goes
-      std::remove((dir + "/model.safetensors").c_str());
-      ::rmdir(dir.c_str());
+      auto model = load_model(random_llama("mixed_hd" + std::to_string(sh.head_dim), sh.head_dim, sh.heads,
+                                           sh.kv_heads, 7u + unsigned(sh.head_dim)));
       const int vocab = model->config.vocab_size;
       const int decoders = 16, first_prompt = 20;  // two windows of 8 prompts below
       CpuBackendOptions co;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -63,10 +64,16 @@ inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
-// A fresh, empty directory under the build tree for one test.
+// A fresh, empty directory for one test: under the build tree, or under $TMPDIR (/tmp) where the build tree
+// is not there (test binaries carried to another machine, as the GPU tests are).
 inline std::string scratch_dir(const std::string& name) {
-  const std::string root = std::string(STRATA_BINARY_DIR) + "/test_scratch";
-  ::mkdir(root.c_str(), 0755);
+  std::string root = std::string(STRATA_BINARY_DIR) + "/test_scratch";
+  struct stat st;
+  if (::mkdir(root.c_str(), 0755) != 0 && ::stat(root.c_str(), &st) != 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    root = std::string(tmp && *tmp ? tmp : "/tmp") + "/strata_test_scratch";
+    ::mkdir(root.c_str(), 0755);
+  }
   const std::string d = root + "/" + name;
   std::string cmd = "rm -rf '" + d + "'";
   if (std::system(cmd.c_str()) != 0) return d;
