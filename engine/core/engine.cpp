@@ -834,7 +834,9 @@ struct Engine::Impl {
     if (info.max_window_rows > 0) budget.max_rows = std::min(budget.max_rows, info.max_window_rows);
     budget.prefill_rows = opts.prefill_chunk;
     budget.exact_rows = info.exact_rows;
+    const auto d0 = Clock::now();
     propose_drafts(inc, live, budget);
+    if (opts.metrics) opts.metrics->spec_draft_time(seconds(d0, Clock::now()));
     PlannedWindow plan;
     std::vector<RowResult> results;
     auto t0 = Clock::now();

@@ -69,6 +69,8 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry, const std::stri
                        .Name("strata_spec_accepted_per_position_total")
                        .Help("Draft tokens accepted, by position in the draft (0 = first)")
                        .Register(*registry_)),
+      draft_seconds_(counter(*registry_, "strata_spec_draft_seconds_total",
+                             "Seconds the engine thread spent in drafters' proposals")),
       stalls_(counter(*registry_, "strata_watchdog_stalls_total", "Backend calls the watchdog declared stalled")),
       restarts_(counter(*registry_, "strata_engine_restarts_total", "Engine rebuilds after a stall or a fault")),
       ttft_(histogram(*registry_, "strata_time_to_first_token_seconds", "Arrival to first generated token",

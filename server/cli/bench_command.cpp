@@ -134,10 +134,14 @@ SpeculationMode speculation_mode(const std::string& name) {
 // timed rounds.
 struct SpecCounters {
   double windows = 0, drafted = 0, accepted = 0;
+  double draft_s = 0;                     // the engine thread's time in drafters
+  double steps = 0, step_s = 0;           // backend windows of the target and their time
   std::vector<double> accepted_at;  // [j]: drafts accepted at position j of their window (0 = first)
 
   SpecCounters minus(const SpecCounters& before) const {
-    SpecCounters d{windows - before.windows, drafted - before.drafted, accepted - before.accepted, accepted_at};
+    SpecCounters d{windows - before.windows, drafted - before.drafted, accepted - before.accepted,
+                   draft_s - before.draft_s,  steps - before.steps,     step_s - before.step_s,
+                   accepted_at};
     for (size_t j = 0; j < d.accepted_at.size() && j < before.accepted_at.size(); ++j)
       d.accepted_at[j] -= before.accepted_at[j];
     return d;
@@ -152,6 +156,12 @@ SpecCounters read_counters(prometheus::Registry& registry) {
     if (f.name == "strata_spec_drafts_total") c.windows = sum;
     if (f.name == "strata_spec_draft_tokens_total") c.drafted = sum;
     if (f.name == "strata_spec_accepted_tokens_total") c.accepted = sum;
+    if (f.name == "strata_spec_draft_seconds_total") c.draft_s = sum;
+    if (f.name == "strata_window_duration_seconds")
+      for (const prometheus::ClientMetric& m : f.metric) {
+        c.steps += double(m.histogram.sample_count);
+        c.step_s += m.histogram.sample_sum;
+      }
     if (f.name != "strata_spec_accepted_per_position_total") continue;
     for (const prometheus::ClientMetric& m : f.metric)
       for (const prometheus::ClientMetric::Label& l : m.label) {
@@ -387,7 +397,8 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   // Report: one line per (sampling, class, batch, mode), and the same rows as JSON.
   nlohmann::json jrows = nlohmann::json::array();
   int mismatches = 0;
-  std::cout << "sampling  class         batch  mode    tokens   wall_s   tok/s     speedup  mean_acc  accept  match\n";
+  std::cout << "sampling  class         batch  mode    tokens   wall_s   tok/s     speedup  mean_acc  accept  win_ms  "
+               "draft_ms  match\n";
   for (const auto& [key, list] : rows) {
     const double off_tps = list[0].wall_s > 0 ? list[0].tokens / list[0].wall_s : 0.0;
     for (const BenchRow& r : list) {
@@ -398,7 +409,13 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"wall_s", r.wall_s},       {"tokens_per_s", tps},  {"speedup", speedup},
                           {"verify_windows", static_cast<long>(r.spec.windows)},
                           {"drafted", static_cast<long>(r.spec.drafted)},
-                          {"accepted", static_cast<long>(r.spec.accepted)}};
+                          {"accepted", static_cast<long>(r.spec.accepted)},
+                          {"target_windows", static_cast<long>(r.spec.steps)},
+                          {"target_window_seconds", r.spec.step_s},
+                          {"draft_seconds", r.spec.draft_s}};
+      // Per target window: its own time and the drafting before it (ms).
+      const double win_ms = r.spec.steps > 0 ? 1e3 * r.spec.step_s / r.spec.steps : 0.0;
+      const double draft_ms = r.spec.steps > 0 ? 1e3 * r.spec.draft_s / r.spec.steps : 0.0;
       std::string mean_acc = "-", accept = "-", match = r.mismatched < 0 ? "ref" : r.mismatched == 0 ? "yes" : "NO";
       if (r.spec.windows > 0) {
         j["mean_accepted"] = r.spec.accepted / r.spec.windows;
@@ -422,9 +439,9 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
       if (r.mismatched > 0) mismatches += r.mismatched;
       jrows.push_back(std::move(j));
       char line[256];
-      std::snprintf(line, sizeof line, "%-9s %-13s %5d  %-6s %7ld %8.3f %8.1f %8.3f  %8s  %6s  %s\n",
+      std::snprintf(line, sizeof line, "%-9s %-13s %5d  %-6s %7ld %8.3f %8.1f %8.3f  %8s  %6s  %6.3f  %8.3f  %s\n",
                     key.sampling.c_str(), key.cls.c_str(), key.batch, r.mode.c_str(), r.tokens, r.wall_s, tps, speedup,
-                    mean_acc.c_str(), accept.c_str(), match.c_str());
+                    mean_acc.c_str(), accept.c_str(), win_ms, draft_ms, match.c_str());
       std::cout << line;
     }
   }

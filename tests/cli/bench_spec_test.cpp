@@ -77,6 +77,12 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
     CHECK(row["matches_off"] == true);
     CHECK(row["mismatched_requests"] == 0);
     const long windows = row["verify_windows"], drafted = row["drafted"], accepted = row["accepted"];
+    // A target window gives each request of the round at most 1 + k = 4 tokens (--spec-k 3).
+    const long target_windows = row["target_windows"];
+    CHECK(target_windows >= row["tokens"].get<long>() / (row["batch"].get<long>() * 4));
+    CHECK(row["target_window_seconds"].get<double>() > 0.0);
+    CHECK(row["target_window_seconds"].get<double>() + row["draft_seconds"].get<double>() <=
+          row["wall_s"].get<double>() * 1.01 + 1e-3);  // the engine thread's time lies within the rounds'
     if (row["mode"] == "off") {
       CHECK(row["speedup"] == 1.0);
       CHECK(windows == 0);
@@ -100,6 +106,7 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
     if (row["mode"] == "draft") {
       // The draft model proposes in every window of every request (it never runs dry like n-gram lookup).
       REQUIRE(windows > 0);
+      CHECK(row["draft_seconds"].get<double>() > 0.0);
       CHECK(row["mean_accepted"].get<double>() == Approx(static_cast<double>(accepted) / windows));
       CHECK(row["acceptance_rate"].get<double>() == Approx(static_cast<double>(accepted) / drafted));
       if (row["sampling"] == "greedy") CHECK(accepted == drafted);

@@ -53,7 +53,7 @@ TEST_CASE("every metric of the contract is registered with a HELP text", "[metri
         "strata_slots_capacity", "strata_kv_cache_usage_ratio", "strata_prefix_cache_queries_total",
         "strata_prefix_cache_hits_total", "strata_prompt_tokens_total", "strata_generation_tokens_total",
         "strata_spec_drafts_total", "strata_spec_draft_tokens_total", "strata_spec_accepted_tokens_total",
-        "strata_spec_accepted_per_position_total", "strata_watchdog_stalls_total", "strata_engine_restarts_total",
+        "strata_spec_accepted_per_position_total", "strata_spec_draft_seconds_total", "strata_watchdog_stalls_total", "strata_engine_restarts_total",
         "strata_build_info", "strata_time_to_first_token_seconds", "strata_inter_token_latency_seconds",
         "strata_e2e_request_latency_seconds", "strata_request_queue_time_seconds",
         "strata_request_prefill_time_seconds", "strata_window_duration_seconds", "strata_request_prompt_tokens",
