@@ -3,12 +3,19 @@
 
   python3 tools/train/retrain_draft.py --target models/strata-tiny --out OUTDIR [--draft-seconds 300]
       [--draft-layers 2] [--draft-hidden 384] [--draft-intermediate 1024] [--distill 0.5]
+      [--self-distill-seconds 75 --self-distill-frac 0.5]
 
 The target stays as it is (its weights, tokenizer and golden.json are what the tests pin); only the draft is
 trained again, longer or wider, so speculative decoding accepts more of its tokens. Same corpus as
 train_tiny.py (the .py files of the installed packages, rebuilt with the same size and split), the target's
 tokenizer, the same loss ((1 - w) cross-entropy + w KL(target || draft)) and schedule, then held-out loss and
 greedy acceptance against the target, as train_tiny.py measures them.
+
+Self-distillation (--self-distill-seconds > 0): before training, the target greedy-decodes continuations of
+random training-corpus windows for that long, and --self-distill-frac of every batch comes from those
+sequences. Speculative decoding accepts a draft when it equals the target's greedy pick on the target's own
+output, and the target's output is not corpus text (it repeats itself, for one), so the draft learns from
+the text it will be asked to predict. The held-out prompts of the acceptance measure are not among them.
 
 Writes OUTDIR/strata-tiny-draft (safetensors in bf16, tokenizer files, README.md), OUTDIR/spec_section.md
 (strata-tiny's README section on its draft, to paste over the old one) and OUTDIR/retrain_report.json.
@@ -26,6 +33,54 @@ torch = tt.torch
 np = tt.np
 
 
+@torch.no_grad()
+def greedy_generate(model, ids, n_new):
+    """Greedy continuation with the model's KV cache, under bf16 autocast as the target trains and is
+    measured. ids: [B, P]. Returns [B, P + n_new]."""
+    out_ids = [ids]
+    past = None
+    step = ids
+    for _ in range(n_new):
+        with torch.autocast(device_type=tt.DEVICE, dtype=torch.bfloat16):
+            out = model(input_ids=step, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        step = out.logits[:, -1, :].float().argmax(dim=-1, keepdim=True)
+        out_ids.append(step)
+    return torch.cat(out_ids, dim=1)
+
+
+def self_distill_tokens(target, train_np, device, seconds, batch, n_new, prompt_lens, seed, eot):
+    """The target's greedy continuations of random training windows (prompt lengths cycling through
+    prompt_lens), each sequence followed by <|endoftext|>, for `seconds` of generation: one uint16 array."""
+    rng = np.random.default_rng(seed)
+    limit = len(train_np) - max(prompt_lens) - 1
+    parts, n, t0 = [], 0, time.time()
+    while time.time() - t0 < seconds:
+        plen = int(prompt_lens[n % len(prompt_lens)])
+        starts = rng.integers(0, limit, size=batch)
+        prompts = np.stack([train_np[st:st + plen].astype(np.int64) for st in starts])
+        seq = greedy_generate(target, torch.from_numpy(prompts).to(device), n_new).cpu().numpy()
+        seq = np.concatenate([seq, np.full((seq.shape[0], 1), eot, dtype=seq.dtype)], axis=1)
+        parts.append(seq.astype(np.uint16).reshape(-1))
+        n += 1
+    tokens = np.concatenate(parts)
+    tt.log(f"self-distillation: {n} batches of {batch} sequences, {len(tokens):,} tokens in {time.time() - t0:.0f}s")
+    return tokens, n * batch
+
+
+class MixedBatches:
+    """Each batch: a fraction `frac` of its windows from `other`, the rest from `main`."""
+
+    def __init__(self, main, other, frac):
+        self.main, self.other, self.frac = main, other, frac
+
+    def get(self, batch, seq):
+        nb = min(batch - 1, max(1, int(round(batch * self.frac))))
+        x1, y1 = self.main.get(batch - nb, seq)
+        x2, y2 = self.other.get(nb, seq)
+        return torch.cat([x1, x2]), torch.cat([y1, y2])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", required=True, help="the strata-tiny model directory")
@@ -39,6 +94,11 @@ def main():
     ap.add_argument("--draft-lr", type=float, default=3e-3)
     ap.add_argument("--distill", type=float, default=0.5)
     ap.add_argument("--tokens-per-step", type=int, default=131072)
+    ap.add_argument("--self-distill-seconds", type=float, default=0.0,
+                    help="seconds of target greedy generation to train on (0: corpus only)")
+    ap.add_argument("--self-distill-frac", type=float, default=0.5, help="share of each batch from it")
+    ap.add_argument("--self-distill-new", type=int, default=256, help="tokens generated per sequence")
+    ap.add_argument("--self-distill-batch", type=int, default=2048, help="sequences generated at once")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to dry-run the logic (with --smoke)")
     ap.add_argument("--smoke", action="store_true", help="train_tiny.py's smoke sizes for the loops")
     a = ap.parse_args()
@@ -79,6 +139,18 @@ def main():
     tt.log(f"tokens: train {len(train_np):,}, held-out {len(heldout_np):,}")
     del train_texts
     batches = tt.Batches(train_np, device, a.seed)
+    sd_info = None
+    if a.self_distill_seconds > 0:
+        if not 0.0 < a.self_distill_frac < 1.0:
+            raise SystemExit("--self-distill-frac must be within (0, 1)")
+        plens = [16, 32, 64, 128, 256] if not a.smoke else [8, 16]
+        n_new = a.self_distill_new if not a.smoke else 16
+        sd_np, sd_seqs = self_distill_tokens(target, train_np, device, a.self_distill_seconds,
+                                             a.self_distill_batch if not a.smoke else 8, n_new, plens,
+                                             a.seed + 7, eot)
+        sd_info = {"seconds": a.self_distill_seconds, "sequences": sd_seqs, "tokens": int(len(sd_np)),
+                   "prompt_lengths": plens, "new_tokens": n_new, "batch_fraction": a.self_distill_frac}
+        batches = MixedBatches(batches, tt.Batches(sd_np, device, a.seed + 8), a.self_distill_frac)
 
     # The draft: head_dim 64 like the target, as train_tiny.py shapes it.
     dheads = max(1, a.draft_hidden // 64)
@@ -91,6 +163,7 @@ def main():
                           p["long_seq"], p["long_frac"], p["warmup"], p["log_every"], teacher=target,
                           distill_weight=a.distill)
     dres["distill_weight"] = a.distill
+    dres["self_distillation"] = sd_info
     dres["params"] = tt.count_params(draft)
     dres["train_loss"] = tt.eval_loss(draft, train_np, device, p["seq"], p["eval_tokens"])
     dres["heldout_loss"] = tt.eval_loss(draft, heldout_np, device, p["seq"], p["eval_tokens"])

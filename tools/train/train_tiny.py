@@ -460,7 +460,16 @@ See strata-tiny's README.md for the corpus and its licenses.
 - train loss: {fmt_loss(d['train_loss'])}; held-out loss: {fmt_loss(d['heldout_loss'])}
 - greedy acceptance against strata-tiny: {a['greedy_token_acceptance'] * 100:.1f}% of positions; mean accepted
   length {a['mean_accepted_per_block']:.2f} for k={a['k']} ({a['prompts']} held-out prompts, {a['new_tokens']} tokens each)
-"""
+""" + self_distill_line(d.get("self_distillation"))
+
+
+def self_distill_line(sd):
+    """The draft card's line on retrain_draft.py's self-distillation, when it was used."""
+    if not sd:
+        return ""
+    return (f"- self-distillation: {sd['batch_fraction'] * 100:.0f}% of each batch from strata-tiny's own greedy "
+            f"continuations ({sd['sequences']:,} sequences, {sd['tokens']:,} tokens, prompts of "
+            f"{'/'.join(str(n) for n in sd['prompt_lengths'])} corpus tokens, {sd['new_tokens']} generated each)\n")
 
 
 def write_cards(out, report, tcfg, dcfg):

@@ -18,7 +18,7 @@ done
 # into a copy of the tree's layout.
 PYTHONPATH="$here" PYTHONUNBUFFERED=1 /usr/bin/python3 "$here/../retrain_draft.py" --target "$out/strata-tiny" \
   --out "$out/retrain" --smoke --device cpu --corpus-mb 3 --draft-seconds 2 --draft-layers 2 --draft-hidden 128 \
-  --draft-intermediate 256 --tokens-per-step 16384
+  --draft-intermediate 256 --tokens-per-step 16384 --self-distill-seconds 1
 for f in retrain/strata-tiny-draft/config.json retrain/strata-tiny-draft/README.md retrain/spec_section.md \
          retrain/retrain_report.json; do
   [ -f "$out/$f" ] || { echo "dry_run.sh: $out/$f is missing" >&2; exit 1; }

@@ -16,12 +16,15 @@ class Qwen3ForCausalLM(torch.nn.Module):
         self.lm_head = torch.nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.lm_head.weight = self.model.embed_tokens.weight
     def tie_weights(self): self.lm_head.weight = self.model.embed_tokens.weight
-    def forward(self, input_ids=None, use_cache=None):
+    def forward(self, input_ids=None, use_cache=None, past_key_values=None):
         assert input_ids.dtype == torch.int64 and input_ids.dim() == 2, (input_ids.dtype, input_ids.shape)
+        new = input_ids.shape[1]
+        if past_key_values is not None:  # the stub's "cache" is the ids so far; it recomputes them
+            input_ids = torch.cat([past_key_values, input_ids], dim=1)
         h = self.model.embed_tokens(input_ids)
         n = torch.arange(1, h.shape[1] + 1, device=h.device, dtype=h.dtype)[None, :, None]
         h = self.model.norm(h + self.mix(h.cumsum(1) / n))
-        return types.SimpleNamespace(logits=self.lm_head(h))
+        return types.SimpleNamespace(logits=self.lm_head(h)[:, -new:], past_key_values=input_ids if use_cache else None)
     def save_pretrained(self, d):
         torch.save(self.state_dict(), os.path.join(d, "model.safetensors"))
         cfg = {k: v for k, v in self.config.__dict__.items() if not k.startswith("_")}
