@@ -93,6 +93,29 @@ class Backend {
     return run_window(w);
   }
 
+  // Greedy continuation without a host round trip per step (the draft model's proposals): runs `window`, then
+  // steps - 1 windows of one row for each of its picking rows, each row's token the previous step's pick for
+  // that slot at the next position. Returns every step's picks, in the window's picking-row order. Each slot
+  // has at most one picking row, its last, and its sampling must be greedy. All rows stay (commit() may trim
+  // only the rows after the first window's). The default runs the steps as windows; a device backend may
+  // feed the picks on the device.
+  virtual std::vector<std::vector<TokenId>> run_chain(const Window& window, int steps) {
+    std::vector<std::vector<TokenId>> picks;
+    Window w = window;
+    for (int step = 0; step < steps; ++step) {
+      const std::vector<RowResult> r = run_window(w);
+      Window next;
+      picks.emplace_back();
+      for (size_t i = 0; i < w.rows.size() && i < r.size(); ++i) {
+        if (!w.rows[i].want_pick) continue;
+        picks.back().push_back(r[i].pick);
+        next.rows.push_back(Row{w.rows[i].slot, r[i].pick, w.rows[i].pos + 1, true});
+      }
+      w = std::move(next);
+    }
+    return picks;
+  }
+
   // Makes the first n_keep rows of this slot's part of the last window permanent; state past them is
   // discarded (or overwritten before any read). A plain window commits all its rows implicitly.
   virtual void commit(SlotId slot, int n_keep) = 0;

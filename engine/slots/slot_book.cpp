@@ -158,6 +158,16 @@ void SlotBook::accept(const Window& win) {
   }
 }
 
+void SlotBook::set_token(SlotId s, int pos, TokenId token) {
+  Slot& sl = open_ref(s, "set_token");
+  if (sl.last_window != window_seq_ || pos < sl.last_first || pos >= sl.last_first + sl.last_count)
+    throw Error("set_token: position " + std::to_string(pos) + " of slot " + std::to_string(s) +
+                " is not a row of the last window");
+  if (token < 0 || token >= limits_.vocab_size)
+    throw Error("set_token: token " + std::to_string(token) + " is outside the vocabulary");
+  sl.tokens[size_t(pos)] = token;
+}
+
 void SlotBook::commit(SlotId s, int n_keep) {
   Slot& sl = open_ref(s, "commit");
   if (sl.last_window != window_seq_)

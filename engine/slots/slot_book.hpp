@@ -63,6 +63,9 @@ class SlotBook {
   // strata::Error naming the row before any state changes. A valid non-empty window then becomes the
   // history of the slots it touches; an empty one changes nothing, not even which window commit() trims.
   void accept(const Window& window);
+  // The token at `pos` of the last accepted window's rows, learned after accept() (a row the device fed from
+  // an earlier row's pick). Throws strata::Error for a position outside that window's rows of the slot.
+  void set_token(SlotId slot, int pos, TokenId token);
   // Keeps the first n_keep of this slot's rows in the last accepted window.
   void commit(SlotId slot, int n_keep);
   // Backend::truncate: keeps positions [0, n_keep); a cut inside a published (shared) block resets the slot

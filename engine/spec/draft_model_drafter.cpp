@@ -84,7 +84,8 @@ std::vector<TokenId> run_segments(Backend& be, const std::vector<Rows>& segs, si
 
 // Every job advances in lockstep: step 0 feeds each slot the history past what it holds (drafting d1), step
 // j feeds dj alone (drafting dj+1), every row kept. All jobs' rows of a step share windows, so a batch of S
-// slots costs k draft windows of about S rows, not S x k windows.
+// slots costs k draft windows of about S rows, not S x k windows, and a device backend runs the k steps
+// without a host round trip between them.
 void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
   struct Live {
     DraftModelDrafter* d;
@@ -116,27 +117,36 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       l.d->cached_.assign(h.begin(), h.begin() + static_cast<long>(l.from));
     }
   }
-  for (int step = 0;; ++step) {
-    std::vector<Rows> segs;
-    std::vector<Live*> who;
-    for (Live& l : live) {
-      const std::vector<TokenId>& h = *l.job->history;
-      std::vector<TokenId>& drafts = l.job->drafts;
-      if (static_cast<int>(drafts.size()) >= l.job->max_k) continue;
-      if (step == 0)
-        segs.push_back(Rows{l.d->slot_, std::vector<TokenId>(h.begin() + static_cast<long>(l.from), h.end()),
-                            static_cast<int32_t>(l.from)});
-      else
-        segs.push_back(Rows{l.d->slot_, {drafts.back()}, static_cast<int32_t>(l.d->cached_.size())});
-      who.push_back(&l);
+  // The draft steps as chains (Backend::run_chain) of as many jobs as one first window holds: every job gets
+  // the steps of the longest proposal among them, and the slot keeps every row it was fed.
+  size_t g = 0;
+  while (g < live.size()) {
+    Window w0;
+    int steps = 0;
+    const size_t begin = g;
+    for (; g < live.size(); ++g) {
+      const std::vector<TokenId>& h = *live[g].job->history;
+      const size_t n = h.size() - live[g].from;
+      if (!w0.rows.empty() && w0.rows.size() + n > max_rows) break;
+      int32_t pos = static_cast<int32_t>(live[g].from);
+      for (size_t i = live[g].from; i < h.size(); ++i) w0.rows.push_back(Row{live[g].d->slot_, h[i], pos++});
+      w0.rows.back().want_pick = true;
+      steps = std::max(steps, live[g].job->max_k);
     }
-    if (segs.empty()) break;
-    const std::vector<TokenId> picks = run_segments(*draft_, segs, max_rows);
-    for (size_t i = 0; i < who.size(); ++i) {
-      Live& l = *who[i];
-      if (step == 0) l.d->cached_ = *l.job->history;
-      else l.d->cached_.push_back(l.job->drafts.back());
-      l.job->drafts.push_back(picks[i]);
+    const std::vector<std::vector<TokenId>> picks = draft_->run_chain(w0, steps);
+    const size_t S = g - begin;
+    if (picks.size() != size_t(steps))
+      throw Error("draft backend returned " + std::to_string(picks.size()) + " steps of " + std::to_string(steps));
+    for (const std::vector<TokenId>& p : picks)
+      if (p.size() != S)
+        throw Error("draft backend returned " + std::to_string(p.size()) + " picks for " + std::to_string(S) + " slots");
+    for (size_t i = 0; i < S; ++i) {
+      Live& l = live[begin + i];
+      l.d->cached_ = *l.job->history;
+      for (int j = 0; j < steps; ++j) {
+        if (j < l.job->max_k) l.job->drafts.push_back(picks[size_t(j)][i]);
+        if (j + 1 < steps) l.d->cached_.push_back(picks[size_t(j)][i]);  // fed to step j + 1
+      }
     }
   }
   for (Live& l : live) l.d->dirty_ = false;

@@ -99,6 +99,23 @@ TEST_CASE("commit keeps the first n_keep rows of the slot's part of the last win
   CHECK(history_of(b, x) == std::vector<TokenId>{1, 2, 3, 4, 5, 8});
 }
 
+TEST_CASE("set_token rewrites a token of the last window's rows and refuses any other position") {
+  SlotBook b = small_book();
+  const SlotId s = open_one(b), other = open_one(b);
+  b.accept(rows_of(s, {1, 2, 3}, 0));
+  b.accept(rows_of(s, {0, 0}, 3));  // tokens the device will feed (run_chain), unknown at accept()
+  b.set_token(s, 3, 7);
+  b.set_token(s, 4, 9);
+  CHECK(history_of(b, s) == std::vector<TokenId>{1, 2, 3, 7, 9});
+  CHECK_THROWS_WITH(b.set_token(s, 2, 5), Contains("position 2"));  // an earlier window's row
+  CHECK_THROWS_WITH(b.set_token(s, 5, 5), Contains("position 5"));  // past the slot's rows
+  CHECK_THROWS_WITH(b.set_token(other, 0, 5), Contains("slot 1"));  // no rows in the last window
+  CHECK_THROWS_WITH(b.set_token(s, 4, 50), Contains("vocabulary"));
+  CHECK(history_of(b, s) == std::vector<TokenId>{1, 2, 3, 7, 9});
+  b.commit(s, 1);  // commit still trims the window set_token wrote into
+  CHECK(history_of(b, s) == std::vector<TokenId>{1, 2, 3, 7});
+}
+
 TEST_CASE("commit may shrink the last window again but never grow it") {
   SlotBook b = small_book();
   const SlotId x = open_one(b);
