@@ -134,6 +134,7 @@ struct CudaBackend::Impl {
 
   void destroy_handles() {
     graphs.clear();
+    fed_graphs.clear();
     gemm.reset();
     if (cublas) cublasDestroy(cublas);
     if (stream) cudaStreamDestroy(stream);
@@ -386,6 +387,42 @@ struct CudaBackend::Impl {
                  book.limits().slots, opts.max_context, opts.max_window_rows, opts.max_output_rows);
   }
 
+  // The window graph of a shape: its first node copies the metadata from meta_host (copy_meta), or it reads
+  // what the stream put in the workspace before the replay (the chained windows of run_chain, whose picks are
+  // all argmaxes: their graphs leave out the seeded-draw and logprob kernels).
+  std::unique_ptr<Graph> capture_graph(const cuda::WindowShape& shape, size_t meta_bytes, bool copy_meta) {
+    STRATA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      // The first node copies this replay's metadata: replays read whatever the pinned block holds then.
+      if (copy_meta)
+        STRATA_CUDA_CHECK(cudaMemcpyAsync(fwd.ws.meta, meta_host.get(), meta_bytes, cudaMemcpyHostToDevice, stream));
+      cuda::record_forward(fwd, shape, stream, copy_meta);  // chained steps' rows are greedy: no draw kernels
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      (void)cudaGetLastError();
+      throw;
+    }
+    cudaGraph_t g = nullptr;
+    STRATA_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+    auto graph = std::make_unique<Graph>();
+    const cudaError_t e = cudaGraphInstantiate(&graph->exec, g, 0);
+    cudaGraphDestroy(g);
+    STRATA_CUDA_CHECK(e);
+    return graph;
+  }
+
+  // A chained window's graph (no metadata copy), or null where the shape's GEMMs have not been timed: timing
+  // runs the window eagerly, which a chain's steps cannot do before their tokens exist.
+  std::map<cuda::WindowShape, std::unique_ptr<Graph>> fed_graphs;
+  cudaGraphExec_t fed_graph_for(const cuda::WindowShape& shape) {
+    auto it = fed_graphs.find(shape);
+    if (it != fed_graphs.end()) return it->second->exec;
+    if (!gemms_timed.count({shape.rows, shape.out_rows})) return nullptr;
+    return fed_graphs.emplace(shape, capture_graph(shape, 0, false)).first->second->exec;
+  }
+
   cudaGraphExec_t graph_for(const cuda::WindowShape& shape, size_t meta_bytes) {
     auto it = graphs.find(shape);
     if (it != graphs.end()) return it->second->exec;
@@ -401,27 +438,7 @@ struct CudaBackend::Impl {
       STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
       gemms_timed.insert(gemm_rows);
     }
-    STRATA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      // The first node copies this replay's metadata: replays read whatever the pinned block holds then.
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(fwd.ws.meta, meta_host.get(), meta_bytes, cudaMemcpyHostToDevice, stream));
-      cuda::record_forward(fwd, shape, stream);
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      cudaStreamEndCapture(stream, &broken);
-      if (broken) cudaGraphDestroy(broken);
-      (void)cudaGetLastError();
-      throw;
-    }
-    cudaGraph_t g = nullptr;
-    STRATA_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-    auto graph = std::make_unique<Graph>();
-    const cudaError_t e = cudaGraphInstantiate(&graph->exec, g, 0);
-    cudaGraphDestroy(g);
-    STRATA_CUDA_CHECK(e);
-    cudaGraphExec_t exec = graph->exec;
-    graphs.emplace(shape, std::move(graph));
-    return exec;
+    return graphs.emplace(shape, capture_graph(shape, meta_bytes, true)).first->second->exec;
   }
 
   // Captures the graph of each decode window shape: B rows of one token each, B up to the slots (and the rows
@@ -655,6 +672,99 @@ struct CudaBackend::Impl {
     start(win);
     return finish();
   }
+
+  // run_chain on the device: the first window as run() queues it, then for each later step a small kernel
+  // that stages its metadata with the previous step's picks as its tokens, and its replay, all queued before
+  // the one synchronize. Returns false (nothing changed) for a chain it does not take:
+  // picks that are not plain device argmaxes, outputs besides them, a step shape whose GEMMs are untimed, or
+  // a chain past the window or context limits; the caller then runs the steps as windows.
+  bool chain(const Window& w0, int steps, std::vector<std::vector<TokenId>>* out) {
+    if (in_flight || steps < 2 || w0.rows.empty()) return false;
+    std::vector<size_t> picking;
+    std::vector<bool> seen(size_t(opts.max_slots) + 1, false);
+    for (size_t i = 0; i < w0.rows.size(); ++i) {
+      const Row& r = w0.rows[i];
+      if (r.want_logits || r.n_logprobs >= 0) return false;
+      if (r.slot < 0 || r.slot >= opts.max_slots || !book.is_open(r.slot)) return false;  // run() says why
+      if (!r.want_pick) continue;
+      if (seen[size_t(r.slot)] || !device_pickable(book.params(r.slot))) return false;
+      for (size_t k = i + 1; k < w0.rows.size(); ++k)
+        if (w0.rows[k].slot == r.slot) return false;  // a picking row must be its slot's last
+      seen[size_t(r.slot)] = true;
+      picking.push_back(i);
+    }
+    const int S = int(picking.size());
+    if (S == 0 || S > opts.max_output_rows) return false;
+    if (w0.rows.size() + size_t(S) * size_t(steps - 1) > size_t(opts.max_window_rows)) return false;
+    for (size_t i : picking)
+      if (w0.rows[i].pos + steps - 1 >= opts.max_context) return false;
+    // Every later step's window, its metadata and its graph (captured now, before anything is queued).
+    Window all = w0;
+    std::vector<cuda::WindowMeta> metas;
+    std::vector<cudaGraphExec_t> execs;
+    size_t stride = 0;
+    if (fed_graphs.size() + size_t(steps) > kMaxGraphs) fed_graphs.clear();  // not while execs holds any
+    for (int j = 1; j < steps; ++j) {
+      Window wj;
+      for (size_t i : picking) wj.rows.push_back(Row{w0.rows[i].slot, 0, w0.rows[i].pos + j, true});
+      metas.push_back(meta_for(wj, 0, S));
+      cudaGraphExec_t e = fed_graph_for(metas.back().shape);
+      if (!e) return false;
+      execs.push_back(e);
+      stride = std::max(stride, metas.back().words.size());
+    }
+    for (int j = 1; j < steps; ++j)
+      for (size_t i : picking) all.rows.push_back(Row{w0.rows[i].slot, 0, w0.rows[i].pos + j, true});
+    book.accept(all);  // the rows of every step (their tokens set below, once known); throws with nothing changed
+    // Every later step's metadata goes up in one copy; a small kernel before each step's replay moves its
+    // words into place with the previous step's picks as its tokens (the metadata's first words) and keeps
+    // those picks, so the steps' picks come back in one copy too.
+    const size_t n_later = size_t(steps - 1), kept_words = n_later * size_t(S);
+    if (chain_meta_host.bytes() < n_later * stride * 4) {
+      chain_meta_host = cuda::PinnedBuffer(n_later * stride * 4, "chained window metadata");
+      chain_meta_dev = cuda::DeviceBuffer(n_later * stride * 4, "chained window metadata");
+    }
+    if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4) {
+      chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
+      chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
+    }
+    for (size_t j = 0; j < n_later; ++j)
+      std::copy(metas[j].words.begin(), metas[j].words.end(), chain_meta_host.get<int32_t>() + j * stride);
+    upload_tables(all);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(chain_meta_dev.get(), chain_meta_host.get(), n_later * stride * 4,
+                                      cudaMemcpyHostToDevice, stream));
+    std::vector<RowResult> first(w0.rows.size());
+    Launched l0 = launch_segment(all, 0, int(w0.rows.size()), &first);
+    int32_t* kept = chain_picks_dev.get<int32_t>();  // [step 0 .. steps - 2][S]: each step's picks but the last's
+    for (size_t j = 0; j < n_later; ++j) {
+      cuda::launch_stage_chain_step(fwd.ws.meta, chain_meta_dev.get<int32_t>() + j * stride,
+                                    int(metas[j].words.size()), fwd.ws.picks, S, kept + j * size_t(S), stream);
+      STRATA_CUDA_CHECK(cudaGraphLaunch(execs[j], stream));
+    }
+    // Every step's picks to the host in two copies: steps 0 .. steps - 2 as kept, the last step's after them.
+    int32_t* host = chain_picks_host.get<int32_t>();
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(host, kept, kept_words * 4, cudaMemcpyDeviceToHost, stream));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(host + kept_words, fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+    answer_segment(all, l0);  // synchronizes
+    out->assign(size_t(steps), std::vector<TokenId>(size_t(S)));
+    for (int j = 0; j < steps; ++j)
+      for (int i = 0; i < S; ++i) {
+        const int32_t t = host[size_t(j) * size_t(S) + size_t(i)];
+        if (t < 0 || t >= cfg.vocab_size)
+          throw Error("cuda backend: chained step " + std::to_string(j) + " picked token " + std::to_string(t));
+        (*out)[size_t(j)][size_t(i)] = t;
+      }
+    for (size_t j = 0; j < n_later; ++j)  // step j + 1's rows ran on step j's picks
+      for (int i = 0; i < S; ++i) {
+        const Row& r = w0.rows[picking[size_t(i)]];
+        book.set_token(r.slot, r.pos + int(j) + 1, (*out)[j][size_t(i)]);
+      }
+    ++chains_fed;
+    return true;
+  }
+  cuda::PinnedBuffer chain_meta_host, chain_picks_host;
+  cuda::DeviceBuffer chain_meta_dev, chain_picks_dev;
+  int chains_fed = 0;
 };
 
 CudaBackend::CudaBackend(const Model& model, CudaBackendOptions o) {
@@ -694,6 +804,11 @@ int CudaBackend::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
   return impl_->book.attach_prefix(s, prompt);
 }
 std::vector<RowResult> CudaBackend::run_window(const Window& window) { return impl_->run(window); }
+std::vector<std::vector<TokenId>> CudaBackend::run_chain(const Window& window, int steps) {
+  std::vector<std::vector<TokenId>> picks;
+  if (impl_->chain(window, steps, &picks)) return picks;
+  return Backend::run_chain(window, steps);
+}
 void CudaBackend::start_window(const Window& window) { impl_->start(window); }
 std::vector<RowResult> CudaBackend::finish_window() { return impl_->finish(); }
 void CudaBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
@@ -710,6 +825,7 @@ void CudaBackend::release() {
 
 CudaMemoryReport CudaBackend::memory() const { return impl_->mem; }
 int CudaBackend::graphs_captured() const { return int(impl_->graphs.size()); }
+int CudaBackend::chains_on_device() const { return impl_->chains_fed; }
 std::vector<int32_t> CudaBackend::block_table(SlotId s) const {
   if (!impl_->book.is_open(s)) throw Error("block_table: slot " + std::to_string(s) + " is not open");
   return impl_->book.block_table(s);

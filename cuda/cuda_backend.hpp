@@ -130,12 +130,16 @@ class CudaBackend : public Backend {
   // The window's graph replay is queued by start_window() and waited for by finish_window().
   void start_window(const Window& window) override;
   std::vector<RowResult> finish_window() override;
+  // Greedy chains (the draft model's proposals) run every step's replay back to back, feeding picks on the
+  // device, with one synchronize; a chain it cannot feed there runs as windows (Backend::run_chain).
+  std::vector<std::vector<TokenId>> run_chain(const Window& window, int steps) override;
   void commit(SlotId slot, int n_keep) override;
   int truncate(SlotId slot, int n_keep) override;
   void release() override;
 
   CudaMemoryReport memory() const;
   int graphs_captured() const;    // window shapes captured so far (tests, metrics)
+  int chains_on_device() const;   // run_chain calls whose picks were fed on the device (tests)
   // The slot's physical KV blocks in position order (SlotBook::block_table), what its device table row holds
   // after its next window's upload (tests).
   std::vector<int32_t> block_table(SlotId slot) const;

@@ -8,7 +8,7 @@
 namespace strata {
 namespace cuda {
 
-void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream) {
+void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream, bool draws) {
   const ModelConfig& c = *ctx.cfg;
   const DeviceWeights& w = *ctx.w;
   const Workspace& ws = ctx.ws;
@@ -175,6 +175,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // The picks (and the device's logprobs of them) from the R rows of logits.
   auto answer_rows = [&]() {
     launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
+    if (!draws) return;
     launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
     if (ctx.device_logprobs)
       launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);

@@ -54,8 +54,9 @@ struct ForwardContext {
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,
-// argmax and the seeded samples the metadata asks for.
-void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream);
+// argmax and the seeded samples (and device logprobs) the metadata asks for. draws false leaves out the
+// kernels of the last two, for graphs whose rows are greedy argmaxes by contract (run_chain's steps).
+void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream, bool draws = true);
 
 }  // namespace cuda
 }  // namespace strata

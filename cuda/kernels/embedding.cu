@@ -36,7 +36,19 @@ __global__ void embedding_f32(const float* __restrict__ table, int hidden, const
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = src[i];
 }
 
+__global__ void stage_chain_step(int* __restrict__ meta, const int* __restrict__ staged, int words,
+                                 const int* __restrict__ picks, int n, int* __restrict__ kept) {
+  for (int i = threadIdx.x; i < words; i += blockDim.x) meta[i] = i < n ? picks[i] : staged[i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) kept[i] = picks[i];
+}
+
 }  // namespace
+
+void launch_stage_chain_step(int* meta, const int* staged, int words, const int* picks, int n, int* kept,
+                             cudaStream_t stream) {
+  stage_chain_step<<<1, 256, 0, stream>>>(meta, staged, words, picks, n, kept);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
 
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
                       cudaStream_t stream) {

@@ -19,6 +19,11 @@ enum class WType { BF16, F32 };
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
                       cudaStream_t stream);
 
+// A chained window's metadata (run_chain): meta = the `words` staged words, its first n (the rows' tokens)
+// replaced by the previous window's picks, which are also kept in kept[0, n).
+void launch_stage_chain_step(int* meta, const int* staged, int words, const int* picks, int n, int* kept,
+                             cudaStream_t stream);
+
 // The GEMM path's bf16 inputs and fp32 outputs (forward.cpp). Plain: a matmul input of `rows` rows is their bf16
 // rounding, [rows][k]. Split: rows [rows, 2 rows) follow with the bf16 remainders (x - hi), so one GEMM of
 // 2 rows columns reads the weights once and gives hi and remainder products, [2 rows][n], which the

@@ -67,6 +67,74 @@ TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T singl
   }
 }
 
+TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and history of its steps run as windows") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  for (const char* name : {"llama", "qwen3"}) {
+    DYNAMIC_SECTION(name) {
+      auto model = load_model(models_dir() + "/" + name);
+      const int V = model->config.vocab_size;
+      CudaBackend be(*model, small_options(4, 300));
+      SlotId a = be.open_slot(), b = be.open_slot(), ra = be.open_slot(), rb = be.open_slot();
+      for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, SamplingParams{0.0f});
+      // Slot a's chain crosses an attention split boundary (kAttnSplit 128); b starts from a short prompt.
+      const auto pa = prompt_tokens(124, V, 5), pb = prompt_tokens(9, V, 6);
+      auto first_window = [&](SlotId x, SlotId y) {
+        Window w = chunk(x, pa, 0, int(pa.size()));
+        for (size_t i = 0; i < pb.size(); ++i) w.rows.push_back(row(y, pb[i], int(i)));
+        for (Row& r : w.rows) r.want_logits = false;
+        w.rows[pa.size() - 1].want_pick = true;
+        w.rows.back().want_pick = true;
+        return w;
+      };
+      const int steps = 8;
+      // The reference first: its windows time the step shapes' GEMMs, which the device chain needs.
+      const auto want = be.Backend::run_chain(first_window(ra, rb), steps);
+      REQUIRE(be.chains_on_device() == 0);
+      const auto got = be.run_chain(first_window(a, b), steps);
+      CHECK(be.chains_on_device() == 1);
+      REQUIRE(got.size() == size_t(steps));
+      for (int j = 0; j < steps; ++j) {
+        INFO("step " << j);
+        REQUIRE(got[size_t(j)].size() == 2);
+        CHECK(got[size_t(j)] == want[size_t(j)]);
+      }
+      // The next row of each slot: the same logits bits (the chain wrote the KV cells the windows wrote), and
+      // under a strong repetition penalty the same pick (the history holds the fed tokens, not placeholders).
+      SamplingParams penalized{0.0f};
+      penalized.repetition_penalty = 3.0f;
+      for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, penalized);
+      auto next = [&](SlotId x, SlotId y, const std::vector<std::vector<TokenId>>& c) {
+        Window w;
+        w.rows.push_back(row(x, c.back()[0], int(pa.size()) + steps - 1, true, true));
+        w.rows.push_back(row(y, c.back()[1], int(pb.size()) + steps - 1, true, true));
+        return be.run_window(w);
+      };
+      const auto n_got = next(a, b, got), n_want = next(ra, rb, want);
+      for (int i = 0; i < 2; ++i) {
+        CHECK(same_bits(n_got[size_t(i)].logits, n_want[size_t(i)].logits));
+        CHECK(n_got[size_t(i)].pick == n_want[size_t(i)].pick);
+      }
+      // A chain the device does not feed (a row asks for logits) runs as windows, with the same picks; a bad
+      // one throws as a window would and leaves the slots as they were.
+      for (SlotId s : {a, ra}) be.reset_slot(s);
+      for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, SamplingParams{0.0f});
+      auto with_logits = [&](SlotId x) {  // four prompt rows, all with logits, the last one picking
+        Window w = chunk(x, pa, 0, 4);
+        w.rows.back().want_pick = true;
+        return w;
+      };
+      const auto plain = be.run_chain(with_logits(a), 3);  // a and ra hold positions 0 .. 5 after it
+      CHECK(be.chains_on_device() == 1);
+      CHECK(plain == be.Backend::run_chain(with_logits(ra), 3));
+      CHECK_THROWS_AS(be.run_chain(Window{{row(a, 0, 2, false, true)}}, 3), Error);  // not at position 6
+      CHECK_THROWS_AS(be.run_chain(Window{{row(a, V, 6, false, true)}}, 3), Error);  // outside the vocabulary
+      const auto fed = be.run_chain(Window{{row(a, pa[6], 6, false, true)}}, 4);
+      CHECK(be.chains_on_device() == 2);
+      CHECK(fed == be.Backend::run_chain(Window{{row(ra, pa[6], 6, false, true)}}, 4));
+    }
+  }
+}
+
 TEST_CASE("a row's logits are bit-identical alone and beside 7 or 63 other slots' rows") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/qwen3");
