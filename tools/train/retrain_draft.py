@@ -33,6 +33,19 @@ torch = tt.torch
 np = tt.np
 
 
+def training_options(argv):
+    """The command line without --target and --out (this machine's paths), for the draft card."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--target", "--out"):
+            skip = True
+        elif not arg.startswith(("--target=", "--out=")):
+            out.append(arg)
+    return out
+
+
 @torch.no_grad()
 def greedy_generate(model, ids, n_new):
     """Greedy continuation with the model's KV cache, under bf16 autocast as the target trains and is
@@ -164,6 +177,7 @@ def main():
                           distill_weight=a.distill)
     dres["distill_weight"] = a.distill
     dres["self_distillation"] = sd_info
+    dres["made_by"] = "tools/train/retrain_draft.py " + " ".join(training_options(sys.argv[1:]))
     dres["params"] = tt.count_params(draft)
     dres["train_loss"] = tt.eval_loss(draft, train_np, device, p["seq"], p["eval_tokens"])
     dres["heldout_loss"] = tt.eval_loss(draft, heldout_np, device, p["seq"], p["eval_tokens"])
