@@ -3,6 +3,8 @@
 //   bench spec     speculative decoding: the engine run directly with each --spec mode on classes of prompts
 //                  (tools/bench/spec_prompts.json) at each batch size, reporting tokens/s, the speedup over
 //                  `off`, and the drafters' acceptance; every mode's tokens must equal the `off` run's.
+//                  `plain` is decoding on the kernels of a server without speculation (CUDA: the fused
+//                  one-row GEMV, not the exact kernels every other mode shares), timed but not compared.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -252,7 +254,7 @@ struct BenchRow {
   double wall_s = 0;
   SpecCounters spec;
   std::vector<std::vector<TokenId>> outputs;  // every request of every round, in order
-  int mismatched = -1;                        // requests whose tokens differ from `off`; -1 for off itself
+  int mismatched = -1;  // requests whose tokens differ from `off`; -1 for off itself, -2 for plain (not compared)
 };
 
 std::string fixed(double v, int digits) {
@@ -344,7 +346,9 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
     auto registry = std::make_shared<prometheus::Registry>();
     eo.metrics = std::make_shared<Metrics>(registry, strata_version(), built_with_cuda() ? "yes" : "no",
                                            device_name(rt.device));
-    Engine engine(make_backend_factory(rt, config, true), *rt.tokenizer, rt.model->generation.eos_token_ids, eo);
+    // Every mode but plain on the kernels speculation needs, so that their tokens compare bit for bit.
+    Engine engine(make_backend_factory(rt, config, mode != "plain"), *rt.tokenizer,
+                  rt.model->generation.eos_token_ids, eo);
     const EngineStats st = engine.stats();
     if (st.slots_total > 0 && st.slots_total < batches.back())
       spdlog::warn("the backend has {} slots: batches above that queue", st.slots_total);
@@ -374,7 +378,9 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
           const SpecCounters after = read_counters(*registry);
           row.spec = after.minus(before);
           std::vector<BenchRow>& same = rows[{sampling, pc.name, batch}];
-          if (!same.empty()) {  // same[0] is `off`
+          if (mode == "plain") {
+            row.mismatched = -2;
+          } else if (!same.empty()) {  // same[0] is `off`
             row.mismatched = 0;
             for (size_t i = 0; i < row.outputs.size(); ++i) {
               if (row.outputs[i] == same[0].outputs[i]) continue;
@@ -397,10 +403,13 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   // Report: one line per (sampling, class, batch, mode), and the same rows as JSON.
   nlohmann::json jrows = nlohmann::json::array();
   int mismatches = 0;
-  std::cout << "sampling  class         batch  mode    tokens   wall_s   tok/s     speedup  mean_acc  accept  win_ms  "
-               "draft_ms  match\n";
+  std::cout << "sampling  class         batch  mode    tokens   wall_s   tok/s     speedup  vs_plain  mean_acc  accept  "
+               "win_ms  draft_ms  match\n";
   for (const auto& [key, list] : rows) {
     const double off_tps = list[0].wall_s > 0 ? list[0].tokens / list[0].wall_s : 0.0;
+    double plain_tps = 0.0;
+    for (const BenchRow& r : list)
+      if (r.mismatched == -2 && r.wall_s > 0) plain_tps = r.tokens / r.wall_s;
     for (const BenchRow& r : list) {
       const double tps = r.wall_s > 0 ? r.tokens / r.wall_s : 0.0;
       const double speedup = off_tps > 0 ? tps / off_tps : 0.0;
@@ -416,7 +425,14 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
       // Per target window: its own time and the drafting before it (ms).
       const double win_ms = r.spec.steps > 0 ? 1e3 * r.spec.step_s / r.spec.steps : 0.0;
       const double draft_ms = r.spec.steps > 0 ? 1e3 * r.spec.draft_s / r.spec.steps : 0.0;
-      std::string mean_acc = "-", accept = "-", match = r.mismatched < 0 ? "ref" : r.mismatched == 0 ? "yes" : "NO";
+      std::string mean_acc = "-", accept = "-", vs_plain = "-";
+      std::string match = r.mismatched == -2 ? "n/a" : r.mismatched < 0 ? "ref" : r.mismatched == 0 ? "yes" : "NO";
+      if (plain_tps > 0) {
+        j["speedup_vs_plain"] = tps / plain_tps;
+        vs_plain = fixed(tps / plain_tps, 3);
+      } else {
+        j["speedup_vs_plain"] = nullptr;
+      }
       if (r.spec.windows > 0) {
         j["mean_accepted"] = r.spec.accepted / r.spec.windows;
         mean_acc = fixed(r.spec.accepted / r.spec.windows, 2);
@@ -435,13 +451,14 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
       for (double n : r.spec.accepted_at) at.push_back(r.spec.windows > 0 ? n / r.spec.windows : 0.0);
       j["accepted_at_position"] = at;
       j["mismatched_requests"] = std::max(r.mismatched, 0);
-      j["matches_off"] = r.mismatched <= 0;
+      j["matches_off"] = r.mismatched == -2 ? nlohmann::json(nullptr) : nlohmann::json(r.mismatched <= 0);
       if (r.mismatched > 0) mismatches += r.mismatched;
       jrows.push_back(std::move(j));
       char line[256];
-      std::snprintf(line, sizeof line, "%-9s %-13s %5d  %-6s %7ld %8.3f %8.1f %8.3f  %8s  %6s  %6.3f  %8.3f  %s\n",
+      std::snprintf(line, sizeof line,
+                    "%-9s %-13s %5d  %-6s %7ld %8.3f %8.1f %8.3f  %8s  %8s  %6s  %6.3f  %8.3f  %s\n",
                     key.sampling.c_str(), key.cls.c_str(), key.batch, r.mode.c_str(), r.tokens, r.wall_s, tps, speedup,
-                    mean_acc.c_str(), accept.c_str(), win_ms, draft_ms, match.c_str());
+                    vs_plain.c_str(), mean_acc.c_str(), accept.c_str(), win_ms, draft_ms, match.c_str());
       std::cout << line;
     }
   }
@@ -495,8 +512,9 @@ Command add_bench_command(CLI::App& root) {
   spec->add_option("--batch", args->batches, "Concurrent requests per round (comma-separated)")
       ->delimiter(',')->check(CLI::Range(1, 4096))->capture_default_str();
   spec->add_option("--spec", args->modes, "Modes to compare, comma-separated; off always runs (default: off,ngram "
-                                          "and draft when --draft-model is given)")
-      ->delimiter(',')->check(CLI::IsMember({"off", "ngram", "draft"}));
+                                          "and draft when --draft-model is given); plain: no speculation on the "
+                                          "kernels --spec off serves with, timed, not compared")
+      ->delimiter(',')->check(CLI::IsMember({"off", "ngram", "draft", "plain"}));
   spec->add_option("--sampling", args->samplings, "greedy and/or seeded (--seed, --temperature, --top-p)")
       ->delimiter(',')->check(CLI::IsMember({"greedy", "seeded"}))->capture_default_str();
   spec->add_option("--spec-k", args->spec_k, "Drafted tokens per verify window at most")

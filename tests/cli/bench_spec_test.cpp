@@ -122,6 +122,37 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
   CHECK(seen.size() == 2 * classes.size() * 2 * 3);
 }
 
+TEST_CASE("bench spec's plain mode is timed against off but not compared with it") {
+  const std::string out = temp_path("plain.json");
+  const std::string yaml = temp_path("plain.yaml");
+  std::ofstream(yaml) << "ctx-size: 2048\n";
+  const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--device", "cpu",
+                                            "--batch", "1", "--spec", "plain,ngram", "--sampling", "greedy",
+                                            "--max-tokens", "8", "--config", yaml, "--threads", "2", "--prompts",
+                                            kPrompts, "--json", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("n/a"));
+  const nlohmann::json doc = read_json(out);
+  CHECK(doc["mismatches"] == 0);
+  int plain_rows = 0;
+  for (const auto& row : doc["rows"]) {
+    INFO(row.dump());
+    REQUIRE(row["speedup_vs_plain"].is_number());  // every key has a plain row to compare with
+    if (row["mode"] == "plain") {
+      ++plain_rows;
+      CHECK(row["matches_off"].is_null());
+      CHECK(row["speedup_vs_plain"].get<double>() == Approx(1.0));
+      CHECK(row["verify_windows"] == 0);
+    } else {
+      CHECK(row["matches_off"] == true);
+      CHECK(row["speedup_vs_plain"].get<double>() > 0.0);
+    }
+  }
+  CHECK(plain_rows == 2);  // one per prompt class
+  CHECK(doc["rows"].size() == 6u);  // off, plain, ngram for each class
+}
+
 TEST_CASE("bench spec refuses bad input with exit 2 naming the field") {
   const std::string model = kModels + "/qwen3";
   SECTION("draft mode without a draft model") {
