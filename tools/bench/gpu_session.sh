@@ -115,7 +115,7 @@ for step in $steps; do
       dev=cuda; cfg=""; [ "$step" = spec-cpu ] && dev=cpu
       if [ "$step" = spec-cuda-invariant ]; then printf 'batch-invariant: true\n' >/tmp/spec-inv.yaml; cfg="--config /tmp/spec-inv.yaml"; fi
       run timeout 240 "$bin/strata" bench spec --model models/strata-tiny --draft-model models/strata-tiny-draft \
-        --device $dev --batch 1,8 --spec off,ngram,draft --max-tokens 128 --sampling greedy $cfg \
+        --device $dev --batch 1,8 --spec off,plain,ngram,draft --max-tokens 128 --sampling greedy $cfg \
         --prompts tools/bench/spec_prompts.json \
         --json "$out/$step.json" 2>&1 | grep -v " info " | tee "$out/$step.txt" ;;
     ncubatch1b|ncubatch8b)  # per-kernel times of the last two decode windows at each of NCU_BATCH (default 1,32)
