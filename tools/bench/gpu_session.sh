@@ -7,7 +7,8 @@
 #
 #   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); sweep1b sweep8b
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
-#   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft);
+#   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft); spec1 (the same
+#   at batch 1 only, for each of SPEC_K (default 4) drafts a window, SPEC_ROUNDS (default 2) times);
 #   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes); ncumixed1b ncumixed8b
 #   (the same for mixed windows of NCU_MIXED, e.g. 64:128 = 64 decode rows and a 128-row prompt chunk); ab1b ab8b (decode
 #   under each of VARIANTS, e.g. VARIANTS="--fused-gemv on;--fused-gemv off", AB_ROUNDS times alternated,
@@ -118,6 +119,15 @@ for step in $steps; do
         --device $dev --batch 1,8 --spec off,plain,ngram,draft --max-tokens 128 --sampling greedy $cfg \
         --prompts tools/bench/spec_prompts.json \
         --json "$out/$step.json" 2>&1 | grep -v " info " | tee "$out/$step.txt" ;;
+    spec1)  # batch-1 speculation: short runs repeated, the rows of each to spec1_kK_rR.json / .txt
+      for r in $(seq "${SPEC_ROUNDS:-2}"); do
+        for k in ${SPEC_K:-4}; do
+          run timeout 120 "$bin/strata" bench spec --model models/strata-tiny --draft-model models/strata-tiny-draft \
+            --device cuda --batch 1 --spec off,plain,ngram,draft --spec-k "$k" --max-tokens 128 --sampling greedy \
+            --prompts tools/bench/spec_prompts.json --json "$out/spec1_k${k}_r$r.json" 2>&1 | grep -v " info " |
+            sed "s/^/k$k r$r /" | tee "$out/spec1_k${k}_r$r.txt"
+        done
+      done ;;
     ncubatch1b|ncubatch8b)  # per-kernel times of the last two decode windows at each of NCU_BATCH (default 1,32)
       shape=${step#ncubatch}; make_model "$shape" /tmp/llama-$shape
       run timeout 300 ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
