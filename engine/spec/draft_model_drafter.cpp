@@ -47,41 +47,6 @@ bool DraftModelDrafter::prepare(const std::vector<TokenId>& history) {
   return true;
 }
 
-namespace {
-
-struct Rows {
-  SlotId slot;
-  std::vector<TokenId> tokens;
-  int32_t first_pos;
-};
-
-// Runs the segments as few windows of at most max_rows rows as possible (a segment is never split; each is at
-// most max_rows long) and returns each segment's last pick.
-std::vector<TokenId> run_segments(Backend& be, const std::vector<Rows>& segs, size_t max_rows) {
-  std::vector<TokenId> picks(segs.size(), 0);
-  size_t i = 0;
-  while (i < segs.size()) {
-    Window w;
-    std::vector<size_t> last_row;  // per segment of this window: its last row's index
-    const size_t first = i;
-    while (i < segs.size() && (w.rows.empty() || w.rows.size() + segs[i].tokens.size() <= max_rows)) {
-      int32_t pos = segs[i].first_pos;
-      for (TokenId t : segs[i].tokens) w.rows.push_back(Row{segs[i].slot, t, pos++});
-      w.rows.back().want_pick = true;
-      last_row.push_back(w.rows.size() - 1);
-      ++i;
-    }
-    const std::vector<RowResult> r = be.run_window(w);
-    if (r.size() != w.rows.size())
-      throw Error("draft backend returned " + std::to_string(r.size()) + " results for " +
-                  std::to_string(w.rows.size()) + " rows");
-    for (size_t s = first; s < i; ++s) picks[s] = r[last_row[s - first]].pick;
-  }
-  return picks;
-}
-
-}  // namespace
-
 // Every job advances in lockstep: step 0 feeds each slot the history past what it holds (drafting d1), step
 // j feeds dj alone (drafting dj+1), every row kept. All jobs' rows of a step share windows, so a batch of S
 // slots costs k draft windows of about S rows, not S x k windows, and a device backend runs the k steps
@@ -109,10 +74,12 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     const std::vector<TokenId>& h = *l.job->history;
     while (h.size() - l.from > share) {
       const size_t n = std::min(max_rows, h.size() - l.from - share);
-      const auto first = h.begin() + static_cast<long>(l.from);
-      run_segments(*draft_, {Rows{l.d->slot_, std::vector<TokenId>(first, first + static_cast<long>(n)),
-                                  static_cast<int32_t>(l.from)}},
-                   max_rows);
+      Window w;
+      for (size_t i = l.from; i < l.from + n; ++i) w.rows.push_back(Row{l.d->slot_, h[i], static_cast<int32_t>(i)});
+      w.rows.back().want_pick = true;
+      const size_t got = draft_->run_window(w).size();
+      if (got != w.rows.size())
+        throw Error("draft backend returned " + std::to_string(got) + " results for " + std::to_string(n) + " rows");
       l.from += n;
       l.d->cached_.assign(h.begin(), h.begin() + static_cast<long>(l.from));
     }

@@ -99,7 +99,7 @@ TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and histor
         CHECK(got[size_t(j)] == want[size_t(j)]);
       }
       // The next row of each slot: the same logits bits (the chain wrote the KV cells the windows wrote), and
-      // under a strong repetition penalty the same pick (the history holds the fed tokens, not placeholders).
+      // under a strong repetition penalty the same pick (the history holds the tokens the device fed).
       SamplingParams penalized{0.0f};
       penalized.repetition_penalty = 3.0f;
       for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, penalized);

@@ -19,7 +19,7 @@ class Qwen3ForCausalLM(torch.nn.Module):
     def forward(self, input_ids=None, use_cache=None, past_key_values=None):
         assert input_ids.dtype == torch.int64 and input_ids.dim() == 2, (input_ids.dtype, input_ids.shape)
         new = input_ids.shape[1]
-        if past_key_values is not None:  # the stub's "cache" is the ids so far; it recomputes them
+        if past_key_values is not None:  # this stand-in keeps the ids so far as its cache and recomputes them
             input_ids = torch.cat([past_key_values, input_ids], dim=1)
         h = self.model.embed_tokens(input_ids)
         n = torch.arange(1, h.shape[1] + 1, device=h.device, dtype=h.dtype)[None, :, None]
