@@ -712,9 +712,8 @@ struct CudaBackend::Impl {
       if (!e) return false;
       execs.push_back(e);
       stride = std::max(stride, metas.back().words.size());
+      all.rows.insert(all.rows.end(), wj.rows.begin(), wj.rows.end());
     }
-    for (int j = 1; j < steps; ++j)
-      for (size_t i : picking) all.rows.push_back(Row{w0.rows[i].slot, 0, w0.rows[i].pos + j, true});
     book.accept(all);  // the rows of every step (their tokens set below, once known); throws with nothing changed
     // Every later step's metadata goes up in one copy; a small kernel before each step's replay moves its
     // words into place with the previous step's picks as its tokens (the metadata's first words) and keeps
