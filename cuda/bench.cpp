@@ -184,7 +184,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -201,7 +201,7 @@ int run_bench_command(int argc, char** argv) {
   bool attention_short_tiles = CudaBackendOptions{}.attention_short_tiles;
   bool attention_prompt_flash = CudaBackendOptions{}.attention_prompt_flash;
   bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
-  int gemm_min_rows = 0, split_gemm_max_rows = -1;
+  int gemm_min_rows = 0, split_gemm_max_rows = -1, fused_gemv_rows = CudaBackendOptions{}.fused_gemv_rows;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
   std::vector<std::pair<int, int>> mixed;  // (decode rows, prompt rows) of mixed windows
@@ -249,6 +249,9 @@ int run_bench_command(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
       if (!parse_on_off(argv[++i], &fused_gemv)) return usage(name);  // one-row GEMM windows on the fused GEMV
                                                                       // instead of cuBLAS and the small kernels
+    } else if (!std::strcmp(argv[i], "--fused-gemv-rows") && has_value) {
+      if (!parse_int(argv[++i], 0, &fused_gemv_rows)) return usage(name);  // windows of up to N rows on it (the
+                                                                           // server with speculation: 16)
     } else if (!std::strcmp(argv[i], "--kv-cache-dtype") && has_value) {
       const std::string v = argv[++i];
       if (v == "bf16") kv_dtype = DType::BF16;
@@ -316,6 +319,7 @@ int run_bench_command(int argc, char** argv) {
     if (split_gemm_max_rows >= 0) o.split_gemm_max_rows = split_gemm_max_rows;
     o.kv_cache_dtype = kv_dtype;
     o.fused_gemv = fused_gemv;
+    o.fused_gemv_rows = fused_gemv_rows;
     o.fused_row_attention = fused_row_attention;
     o.attention_tc_lean = attention_tc_lean;
     o.attention_short_tiles = attention_short_tiles;
@@ -327,9 +331,10 @@ int run_bench_command(int argc, char** argv) {
     const double per_layer = h * hd * (c.num_heads + 2.0 * c.num_kv_heads) + hd * c.num_heads * h + 3.0 * h * ff;
     const double params = per_layer * c.num_layers + double(c.vocab_size) * h;
     const double bytes_per_token = 2.0 * params;
-    std::printf("model=%s layers=%d hidden=%d vocab=%d weight_gb_per_token=%.3f device=\"%s\" gemm_min_rows=%d\n",
+    std::printf("model=%s layers=%d hidden=%d vocab=%d weight_gb_per_token=%.3f device=\"%s\" gemm_min_rows=%d "
+                "fused_gemv_rows=%d\n",
                 model_dir.c_str(), c.num_layers, c.hidden_size, c.vocab_size, bytes_per_token / 1e9,
-                be.device_name().c_str(), o.gemm_min_rows);
+                be.device_name().c_str(), o.gemm_min_rows, o.fused_gemv_rows);
 
     const SlotId slot = be.open_slot();
     SamplingParams greedy;

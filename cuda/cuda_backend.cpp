@@ -154,6 +154,7 @@ struct CudaBackend::Impl {
     if (opts.max_output_rows < 1) bad("max_output_rows must be >= 1, found " + std::to_string(opts.max_output_rows));
     if (opts.host_threads < 0) bad("host_threads must be >= 0, found " + std::to_string(opts.host_threads));
     if (opts.gemm_min_rows < 1) bad("gemm_min_rows must be >= 1, found " + std::to_string(opts.gemm_min_rows));
+    if (opts.fused_gemv_rows < 0) bad("fused_gemv_rows must be >= 0, found " + std::to_string(opts.fused_gemv_rows));
     if (opts.kv_cache_dtype != DType::F32 && opts.kv_cache_dtype != DType::BF16)
       bad(std::string("kv_cache_dtype must be f32 or bf16, found ") + dtype_name(opts.kv_cache_dtype));
     if (opts.kv_cache_dtype == DType::BF16 && cfg.head_dim % 8 != 0)
@@ -338,6 +339,7 @@ struct CudaBackend::Impl {
                       : 0;
     prompt_flash = short_tiles > 0 && opts.attention_prompt_flash && cuda::flash_attention_supports(cfg.head_dim);
     fwd.fused_gemv = opts.fused_gemv;
+    fwd.fused_gemv_rows = opts.fused_gemv_rows;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;
   }
@@ -781,9 +783,12 @@ BackendInfo CudaBackend::info() const {
   i.vocab_size = impl_->cfg.vocab_size;
   i.max_window_rows = impl_->opts.max_window_rows;
   // Windows below gemm_min_rows take the skinny kernels, whose per-row bits do not depend on the row count;
-  // from there on cuBLAS picks its algorithm by the shape.
+  // from there on cuBLAS picks its algorithm by the shape. Windows of up to fused_gemv_rows rows take the
+  // fused GEMV, exact among themselves but not against the skinny kernel's windows above them.
   const int gmr = impl_->opts.gemm_min_rows;
   i.exact_rows = gmr == std::numeric_limits<int>::max() ? gmr : std::max(gmr - 1, 0);
+  if (impl_->opts.fused_gemv && impl_->opts.fused_gemv_rows > 0 && cuda::gemv_fits(impl_->cfg, impl_->weights.type))
+    i.exact_rows = std::min(i.exact_rows, impl_->opts.fused_gemv_rows);
   impl_->book.describe_pool(&i);
   return i;
 }

@@ -2,7 +2,8 @@
 // without nvcc; everything device-side lives behind Impl.
 //
 // Invariants it keeps (DESIGN.md):
-// - Batch invariance: for windows of up to gemm_min_rows - 1 rows every matmul runs the skinny kernel, whose
+// - Batch invariance: for windows of up to gemm_min_rows - 1 rows every matmul runs the skinny kernel (or, up
+//   to fused_gemv_rows rows, the fused GEMV), whose
 //   per-output reduction order depends only on the matrix shape, and attention splits a row's KV at fixed
 //   positions, so a row's logits are bit-identical alone, beside other slots' rows, or inside a prompt chunk
 //   or a verify window.
@@ -28,6 +29,12 @@ namespace strata {
 // to cuBLAS, which reads the weights at ~0.9 of the copy bandwidth from 32 rows on, while verify windows of up
 // to 16 rows stay on the skinny kernel, exact against single rows (docs/PERFORMANCE.md).
 constexpr int kServerGemmMinRows = 17;
+// The fused_gemv_rows of a draft model's backend in the server: its catch-up windows of a few rows take the
+// fused GEMV too (10 kernels a one-layer step instead of 17; drafting ~10 % faster on strata-tiny's pair).
+// The target keeps 0: verify windows of 5 rows and batch windows of 4-8 rows are slower there than on the
+// skinny kernel (strata-tiny 0.334 against 0.233 ms for 5 rows; 8B 12.0 against 6.9 ms for 8), though single
+// rows are faster (8B 233 against 171 tok/s; docs/PERFORMANCE.md, run 53).
+constexpr int kDraftFusedGemvRows = 16;
 
 struct CudaBackendOptions {
   int max_slots = 4;            // sequences open at once; each may use up to max_context positions
@@ -84,6 +91,10 @@ struct CudaBackendOptions {
   // One-row windows on the GEMM path (bf16 weights) take the fused GEMV (fp32 activations, the norms,
   // residual adds and SwiGLU inside the matmuls) instead of cuBLAS and the separate small kernels.
   bool fused_gemv = true;
+  // With fused_gemv: windows of up to this many rows take the fused GEMV too, whatever gemm_min_rows says. A
+  // row's bits there do not depend on the row count, so those windows are exact against single rows
+  // (BackendInfo::exact_rows is at most this when it is > 0). 0: one-row GEMM windows only.
+  int fused_gemv_rows = 0;
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   bool fused_row_attention = false;

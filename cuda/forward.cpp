@@ -8,6 +8,11 @@
 namespace strata {
 namespace cuda {
 
+bool gemv_fits(const ModelConfig& c, WType type) {
+  return type == WType::BF16 && gemv_supports(c.hidden_size) && gemv_supports(c.num_heads * c.head_dim) &&
+         gemv_supports(c.intermediate_size);
+}
+
 void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream, bool draws) {
   const ModelConfig& c = *ctx.cfg;
   const DeviceWeights& w = *ctx.w;
@@ -25,13 +30,15 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // The path is a function of the shape: every window with this many rows takes the same kernels, and windows
   // below gemm_min_rows take the skinny kernel whose per-row bits do not depend on the row count.
   const bool use_gemm = T >= ctx.gemm_min_rows;
-  // A one-row window on the GEMM path (decode without speculation) is a pure weight stream: the fused GEMV
-  // reads each matrix once with fp32 activations, and folds the norms, residual adds and SwiGLU into the
-  // matmuls (four launches a layer besides RoPE and attention, against nine).
-  const bool gemv = use_gemm && T == 1 && ctx.fused_gemv && w.type == WType::BF16 && gemv_supports(H) &&
-                    gemv_supports(q_dim) && gemv_supports(FF);
+  // A window of a few rows is a weight stream: the fused GEMV reads each matrix once with fp32 activations,
+  // and folds the norms, residual adds and SwiGLU into the matmuls (four launches a layer besides RoPE and
+  // attention, against nine). It takes windows of up to fused_gemv_rows rows (whose rows keep their bits at
+  // every row count, so verify windows there are exact), and one-row windows on the GEMM path (decode without
+  // speculation).
+  const bool gemv = ctx.fused_gemv && gemv_fits(c, w.type) && (T <= ctx.fused_gemv_rows || (use_gemm && T == 1));
   const bool want16 = use_gemm && !gemv && w.type == WType::BF16;
-  const bool row_attention = gemv && ctx.fused_row_attention && attention_row_supports(c.num_heads, c.num_kv_heads, HD);
+  const bool row_attention = gemv && T == 1 && ctx.fused_row_attention &&
+                             attention_row_supports(c.num_heads, c.num_kv_heads, HD);
   // Split activations on windows of up to split_gemm_max_rows rows: each bf16 input row comes with its
   // remainder row, so the GEMM has 2T columns, reads the weights once, and the hi and remainder products add up
   // to a near-fp32 product (the skinny kernel's accuracy) where the weights, not the FLOPs, set the time.
@@ -66,12 +73,14 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                   const float* bias, float* y) {
+                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
     GemvParams g;
     g.w = m.ptr;
     g.n = n;
     g.k = m.cols;
     g.x = x;
+    g.rows = rows < 0 ? T : rows;
+    g.x_rows = x_rows;
     g.norm = norm;
     g.eps = eps;
     g.ep = ep;
@@ -180,8 +189,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (ctx.device_logprobs)
       launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
   };
-  if (gemv) {  // R == 1: the window's one row
-    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits);
+  if (gemv) {  // the output rows, normed on the way in
+    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows);
     answer_rows();
     return;
   }

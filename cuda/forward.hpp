@@ -49,6 +49,7 @@ struct ForwardContext {
   bool attention_tc = true;     // CudaBackendOptions::attention_tc
   bool attention_tc_lean = false;  // CudaBackendOptions::attention_tc_lean
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
+  int fused_gemv_rows = 0;      // CudaBackendOptions::fused_gemv_rows
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
 };
@@ -57,6 +58,9 @@ struct ForwardContext {
 // argmax and the seeded samples (and device logprobs) the metadata asks for. draws false leaves out the
 // kernels of the last two, for graphs whose rows are greedy argmaxes by contract (run_chain's steps).
 void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream, bool draws = true);
+
+// Whether the fused GEMV can take every matmul of the model (bf16 weights, inner dimensions it stages).
+bool gemv_fits(const ModelConfig& c, WType type);
 
 }  // namespace cuda
 }  // namespace strata

@@ -8,9 +8,15 @@
 // weight loads go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps
 // its tail.
 //
+// Windows of several rows (up to 8 a block, more as further row groups of blocks, grid y) share each weight
+// load: the block stages every row it serves and applies each loaded piece to all of them.
+//
 // Sums: a lane's FMAs over its chunks in k order, then a butterfly over the warp; the norm's sum of squares
-// is fixed by k and the block size. So the result depends on the shapes alone (deterministic), though not
-// the skinny kernel's bits: windows that must match other windows bit for bit never come here.
+// is fixed by k and the block size (16 warps whenever there is a norm). None of that depends on the row
+// count, on which rows share a block or on the layout (a lane's chunks and their order are the same in both),
+// so a row's result is the same in a window of any number of rows: verify windows of up to
+// fused_gemv_rows rows on this kernel give each row its single-row bits (forward.cpp). They are not the
+// skinny kernel's bits, so a window size range is on one kernel or the other, never both.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -36,7 +42,8 @@ namespace {
 // depend on the layout).
 constexpr int kBlocksPerSm = 1;
 constexpr int kChunk = 256;         // elements of a weight row per warp load step (8 per lane)
-constexpr size_t kSmemMax = 220 * 1024;  // the staged row's limit (the SM's 227 KB, less the static scratch)
+constexpr size_t kSmemMax = 220 * 1024;  // the staged rows' limit (the SM's 227 KB, less the static scratch)
+constexpr int kMaxRowsPerBlock = 8;      // rows a block stages and applies each weight load to
 
 // Float4 group g of the activation row lives at permuted(g): lane l's elements [8 l, 8 l + 8) of a chunk are
 // groups 2 l and 2 l + 1, stored at l and 32 + l of the chunk's 64, so each of a warp's two reads covers 32
@@ -55,11 +62,12 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   return acc;
 }
 
-// NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j).
-template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads>
+// NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j). A block serves up to RT rows
+// of the window, p.rows_per_block of them from row blockIdx.y * p.rows_per_block on.
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
-  extern __shared__ float4 xs[];  // chunks * 64 float4s
-  __shared__ float scratch[32];
+  extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
+  __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
   constexpr int U = kLoads / NR;
   static_assert(kLoads % NR == 0, "a task's rows share the buffer's loads");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -89,63 +97,128 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   pdl_wait();  // the activations are the previous kernel's output
   pdl_launch_dependents();
 
-  // Stage the row (zeros past k up to the last chunk), normed in place when asked.
+  // Stage the rows (zeros past k up to the last chunk), each normed in place when asked. The rows' loads, sums
+  // and reductions run side by side; each row's arithmetic is the one-row kernel's (block_sum's tree, row by
+  // row).
   const int groups = chunks * (kChunk / 4), real = k / 4;
-  const float4* x4 = reinterpret_cast<const float4*>(p.x);
-  float ss = 0.0f;
+  const int r0 = blockIdx.y * p.rows_per_block;
+  const int nr = min(p.rows_per_block, p.rows - r0);
+  const float4* x4[RT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+    const int xr = r < nr ? (p.x_rows ? p.x_rows[r0 + r] : r0 + r) : 0;
+    x4[r] = reinterpret_cast<const float4*>(p.x + size_t(xr) * size_t(k));
+  }
+  float ss[RT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) ss[r] = 0.0f;
   for (int g = threadIdx.x; g < groups; g += blockDim.x) {
-    const float4 v = g < real ? x4[g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (NORM) {
-      ss = fmaf(v.x, v.x, ss);
-      ss = fmaf(v.y, v.y, ss);
-      ss = fmaf(v.z, v.z, ss);
-      ss = fmaf(v.w, v.w, ss);
+    float4 v[RT];
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+      v[r] = r < nr && g < real ? x4[r][g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+      if (r < nr) {
+        if (NORM) {
+          ss[r] = fmaf(v[r].x, v[r].x, ss[r]);
+          ss[r] = fmaf(v[r].y, v[r].y, ss[r]);
+          ss[r] = fmaf(v[r].z, v[r].z, ss[r]);
+          ss[r] = fmaf(v[r].w, v[r].w, ss[r]);
+        }
+        xs[size_t(r) * groups + permuted(g)] = v[r];
+      }
     }
-    xs[permuted(g)] = v;
   }
   if (NORM) {
-    const float total_ss = block_sum(ss, scratch);
-    const float inv = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total_ss, float(k)), p.eps));
+    // block_sum for every row at once: warp butterflies, then the warp sums in warp order.
+#pragma unroll
+    for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < RT; ++r) row_sums[r][warp] = ss[r];
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+        float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
+        t = warp_sum(t);
+        if (lane == 0) row_sums[r][0] = t;
+      }
+    }
+    __syncthreads();
+    float inv[RT];
+#pragma unroll
+    for (int r = 0; r < RT; ++r) inv[r] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(row_sums[r][0], float(k)), p.eps));
     const float4* n4 = reinterpret_cast<const float4*>(p.norm);
     for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
-      float4& v = xs[permuted(g)];
       const float4 nw = n4[g];
-      v = make_float4(__fmul_rn(nw.x, __fmul_rn(v.x, inv)), __fmul_rn(nw.y, __fmul_rn(v.y, inv)),
-                      __fmul_rn(nw.z, __fmul_rn(v.z, inv)), __fmul_rn(nw.w, __fmul_rn(v.w, inv)));
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+        if (r < nr) {
+          float4& v = xs[size_t(r) * groups + permuted(g)];
+          v = make_float4(__fmul_rn(nw.x, __fmul_rn(v.x, inv[r])), __fmul_rn(nw.y, __fmul_rn(v.y, inv[r])),
+                          __fmul_rn(nw.z, __fmul_rn(v.z, inv[r])), __fmul_rn(nw.w, __fmul_rn(v.w, inv[r])));
+        }
+      }
     }
   }
   __syncthreads();
 
-  float acc[NR];
+  float acc[NR][RT];
 #pragma unroll
-  for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
+  for (int i = 0; i < NR; ++i)
+#pragma unroll
+    for (int r = 0; r < RT; ++r) acc[i][r] = 0.0f;
+  // A task's last chunk: every row's butterflies, then lane r finishes row r, so the rows' epilogue loads and
+  // stores go out together.
+  auto finish = [&](int task) {
+    float mine[NR];
+#pragma unroll
+    for (int i = 0; i < NR; ++i) mine[i] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+      if (r < nr) {
+#pragma unroll
+        for (int i = 0; i < NR; ++i) {
+          const float t = warp_sum(acc[i][r]);
+          if (lane == r) mine[i] = t;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < NR; ++i) acc[i][r] = 0.0f;
+    }
+    if (lane < nr) {
+      float* y = p.y + size_t(r0 + lane) * size_t(p.n);
+      if (EP == GemvEpilogue::Store) {
+        y[task] = mine[0];
+      } else if (EP == GemvEpilogue::Residual) {
+        const float d = p.bias ? __fadd_rn(mine[0], p.bias[task]) : mine[0];
+        y[task] = __fadd_rn(y[task], d);
+      } else {
+        const float g = mine[0], u = mine[NR - 1];
+        y[task] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
+      }
+    }
+  };
   auto consume = [&](int s, const uint4(&b)[NR][U]) {
     const int task = t0 + s / steps, st = s % steps;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = st * U + u;
       if (c < chunks) {
-        const float4 a0 = xs[c * 64 + lane], a1 = xs[c * 64 + 32 + lane];
 #pragma unroll
-        for (int r = 0; r < NR; ++r) acc[r] = dot8(b[r][u], a0, a1, acc[r]);
+        for (int r = 0; r < RT; ++r) {
+          if (r < nr) {
+            const float4* row = xs + size_t(r) * groups + c * 64;
+            const float4 a0 = row[lane], a1 = row[32 + lane];
+#pragma unroll
+            for (int i = 0; i < NR; ++i) acc[i][r] = dot8(b[i][u], a0, a1, acc[i][r]);
+          }
+        }
       }
     }
-    if (st != steps - 1) return;
-#pragma unroll
-    for (int r = 0; r < NR; ++r) acc[r] = warp_sum(acc[r]);
-    if (lane == 0) {
-      if (EP == GemvEpilogue::Store) {
-        p.y[task] = acc[0];
-      } else if (EP == GemvEpilogue::Residual) {
-        const float d = p.bias ? __fadd_rn(acc[0], p.bias[task]) : acc[0];
-        p.y[task] = __fadd_rn(p.y[task], d);
-      } else {
-        const float g = acc[0], u = acc[NR - 1];
-        p.y[task] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
+    if (st == steps - 1) finish(task);
   };
   // A buffer is refilled as soon as it has been consumed, so one is always in flight behind the other.
   for (int s = 0; s < total; s += 2) {
@@ -160,15 +233,21 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
 
-template <int NR, GemvEpilogue EP, bool NORM>
-void launch_one(const GemvParams& p, cudaStream_t stream) {
+// Rows one block stages for a window of `rows` rows: up to 8, as many as the shared memory holds.
+int rows_per_block(int k, int rows) {
+  return std::max(1, std::min({rows, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
+}
+
+template <int NR, GemvEpilogue EP, bool NORM, int RT>
+void launch_rt(GemvParams p, cudaStream_t stream) {
   static int sms = [] {
     int dev = 0, n = 0;
     STRATA_CUDA_CHECK(cudaGetDevice(&dev));
     STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
   }();
-  const size_t smem = smem_for(p.k);
+  const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
+  const int row_groups = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
   // Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave.
   auto plan = [&](int w, int* tpw) {
     const int warps = sms * kBlocksPerSm * w;
@@ -177,18 +256,37 @@ void launch_one(const GemvParams& p, cudaStream_t stream) {
   };
   int tpw_narrow = 0, tpw_wide = 0;
   const int narrow = plan(16, &tpw_narrow), wide = plan(32, &tpw_wide);
-  if (!NORM && wide >= narrow)
-    launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4>, dim3(wide), dim3(32 * 32), smem, stream, p, tpw_wide);
-  else
-    launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8>, dim3(narrow), dim3(16 * 32), smem, stream, p, tpw_narrow);
+  // 32 x 4 keeps a one-row block's registers under 64 a thread; blocks of several rows take 16 x 8.
+  if constexpr (RT == 1 && !NORM) {
+    if (wide >= narrow) {
+      launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(wide, row_groups), dim3(32 * 32), smem, stream, p,
+                    tpw_wide);
+      STRATA_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
+  launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, dim3(narrow, row_groups), dim3(16 * 32), smem, stream, p,
+                tpw_narrow);
   STRATA_CUDA_CHECK_LAUNCH();
+}
+
+template <int NR, GemvEpilogue EP, bool NORM>
+void launch_one(GemvParams p, cudaStream_t stream) {
+  p.rows_per_block = rows_per_block(p.k, p.rows);
+  if (p.rows_per_block == 1) return launch_rt<NR, EP, NORM, 1>(p, stream);
+  if (p.rows_per_block == 2) return launch_rt<NR, EP, NORM, 2>(p, stream);
+  if (p.rows_per_block <= 4) return launch_rt<NR, EP, NORM, 4>(p, stream);
+  return launch_rt<NR, EP, NORM, kMaxRowsPerBlock>(p, stream);
 }
 
 template <int NR, GemvEpilogue EP, bool NORM>
 void configure_one() {
   const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8>, attr, int(kSmemMax)));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 32, 4>, attr, int(kSmemMax)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 1>, attr, int(kSmemMax)));
+  if constexpr (!NORM) STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 32, 4, 1>, attr, int(kSmemMax)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 2>, attr, int(kSmemMax)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 4>, attr, int(kSmemMax)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock>, attr, int(kSmemMax)));
 }
 
 }  // namespace
@@ -204,7 +302,7 @@ void configure_gemv() {
 }
 
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
-  if (p.n <= 0) return;
+  if (p.n <= 0 || p.rows <= 0) return;
   if (!gemv_supports(p.k)) throw Error("gemv: inner dimension " + std::to_string(p.k) + " is not a multiple of 8 "
                                        "or is too long for the staged activation row");
   const bool norm = p.norm != nullptr;

@@ -163,24 +163,28 @@ void launch_matvec(const void* w, WType t, int n, int k, const float* x, int row
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
                           cudaStream_t stream);
 
-// The single-row matmul of the tolerance path (gemv.cu; forward.cpp sends one-row windows on the GEMM path
-// here): y = W x for one fp32 activation row x of k floats and bf16 weights W [n][k] (Swiglu: [2 n][k], the
-// gate rows then the up rows), fp32 products and sums, with the sub-layer's neighbours fused:
+// The fused matmul of windows of a few rows (gemv.cu; forward.cpp says which windows come here): y = W x for
+// each of `rows` fp32 activation rows x of k floats and bf16 weights W [n][k] (Swiglu: [2 n][k], the gate rows
+// then the up rows), fp32 products and sums, with the sub-layer's neighbours fused:
 // - norm set: the input is the RMS-normed row, norm * (x * 1 / sqrt(mean(x^2) + eps)), as launch_add_rmsnorm
 //   computes it;
 // - Store: y[j] = (W x)[j]; Residual: y is the residual row, y[j] = y[j] + ((W x)[j] + bias[j]) (bias
 //   optional); Swiglu: y[j] = silu(gate_j) * up_j, rounded as launch_swiglu rounds it.
-// Deterministic for the shapes, but not the skinny kernel's bits (windows that must match go there).
+// Output row r is y + r n; its input row is x + x_rows[r] k (x + r k without x_rows). A row's bits do not
+// depend on how many rows the window has, but they are not the skinny kernel's.
 enum class GemvEpilogue { Store, Residual, Swiglu };
 struct GemvParams {
   const void* w = nullptr;
   int n = 0, k = 0;
   const float* x = nullptr;     // 16-byte aligned
+  int rows = 1;
+  const int* x_rows = nullptr;  // [rows] device indices of the input rows, or null
   const float* norm = nullptr;  // [k] or null
   float eps = 0.0f;
   GemvEpilogue ep = GemvEpilogue::Store;
   const float* bias = nullptr;  // Residual only, [n] or null
   float* y = nullptr;
+  int rows_per_block = 1;       // set by launch_gemv
 };
 // k a multiple of 8, short enough for the staged row (about 56k floats).
 bool gemv_supports(int k);

@@ -44,16 +44,19 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
   // on; its prompt chunks of 17+ rows take bf16 activations, the tolerance path of the next test case, and
   // that alone moves greedy tokens of these random-weight fixtures, so here every prompt is split too).
   // 1 with the fused GEMV: single rows on the fused kernel (fp32 activations), the rest as with 1; and with
-  // the one-row attention kernel too; or with the tensor-core attention's lean variant.
+  // the one-row attention kernel too; or with the tensor-core attention's lean variant. 17 with fused GEMV
+  // rows 16: windows of up to 16 rows on the fused GEMV (a draft model's backend), prompts of 17+ on cuBLAS.
   // Both KV dtypes, each against the CPU backend storing K/V the same way; transformers' greedy tokens (an
   // fp32 cache) are the reference for the fp32 cache only, its logits for both.
-  const int path = GENERATE(0, 1, 2, 3, 4);
-  const int gemm_min_rows = path == 0 ? 65 : 1;
+  const int path = GENERATE(0, 1, 2, 3, 4, 5);
+  const int gemm_min_rows = path == 0 ? 65 : path == 5 ? kServerGemmMinRows : 1;
   const bool fused_gemv = path >= 2, row_attention = path == 3, tc_lean = path == 4;
+  const int fused_gemv_rows = path == 5 ? kDraftFusedGemvRows : 0;
   const DType kv = GENERATE(DType::F32, DType::BF16);
   for (const std::string& dir : golden_dirs()) {
     DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " gemm_min_rows " << gemm_min_rows
                                                    << (fused_gemv ? " fused gemv" : "")
+                                                   << (fused_gemv_rows ? " up to 16 rows" : "")
                                                    << (row_attention ? " + row attention" : "")
                                                    << (tc_lean ? " + lean attention" : "") << " kv "
                                                    << dtype_name(kv)) {
@@ -70,6 +73,7 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
       go.gemm_min_rows = gemm_min_rows;
       go.split_gemm_max_rows = 256;
       go.fused_gemv = fused_gemv;
+      go.fused_gemv_rows = fused_gemv_rows;
       go.fused_row_attention = row_attention;
       go.attention_tc_lean = tc_lean ? 1 : 0;
       go.kv_cache_dtype = kv;

@@ -35,12 +35,16 @@ std::vector<RowResult> single_rows(CudaBackend& be, SlotId s, const std::vector<
 TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T single-row windows") {
   REQUIRE(CudaBackend::device_count() > 0);
   const DType kv = GENERATE(DType::F32, DType::BF16);
+  // The server's path with speculation on (the skinny kernel up to 16 rows), and the fused GEMV up to 16 rows
+  // (qwen2's fp32 weights take the skinny kernel there too).
+  const int fused_rows = GENERATE(kDraftFusedGemvRows, 0);
   for (const char* name : {"llama", "qwen2", "qwen3"}) {
-    DYNAMIC_SECTION(name << " kv " << dtype_name(kv)) {
+    DYNAMIC_SECTION(name << " kv " << dtype_name(kv) << " fused gemv rows " << fused_rows) {
       auto model = load_model(models_dir() + "/" + name);
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;  // bf16 arenas need it
       CudaBackendOptions o = small_options(2, 64, kv);
-      o.gemm_min_rows = kServerGemmMinRows;  // the server's path with speculation on
+      o.gemm_min_rows = kServerGemmMinRows;
+      o.fused_gemv_rows = fused_rows;
       CudaBackend be(*model, o);
       // What the backend promises the scheduler (BackendInfo::exact_rows), checked row for row below.
       const int exact = be.info().exact_rows;
@@ -69,11 +73,19 @@ TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T singl
 
 TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and history of its steps run as windows") {
   REQUIRE(CudaBackend::device_count() > 0);
+  // The default options (steps on the skinny kernel), and a draft model's backend in the server (steps and
+  // windows of up to 16 rows on the fused GEMV, longer ones on cuBLAS).
+  const bool draft_options = GENERATE(false, true);
   for (const char* name : {"llama", "qwen3"}) {
-    DYNAMIC_SECTION(name) {
+    DYNAMIC_SECTION(name << (draft_options ? " draft options" : "")) {
       auto model = load_model(models_dir() + "/" + name);
       const int V = model->config.vocab_size;
-      CudaBackend be(*model, small_options(4, 300));
+      CudaBackendOptions o = small_options(4, 300);
+      if (draft_options) {
+        o.gemm_min_rows = 1;
+        o.fused_gemv_rows = kDraftFusedGemvRows;
+      }
+      CudaBackend be(*model, o);
       SlotId a = be.open_slot(), b = be.open_slot(), ra = be.open_slot(), rb = be.open_slot();
       for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, SamplingParams{0.0f});
       // Slot a's chain crosses an attention split boundary (kAttnSplit 128); b starts from a short prompt.
@@ -140,9 +152,14 @@ TEST_CASE("a row's logits are bit-identical alone and beside 7 or 63 other slots
   auto model = load_model(models_dir() + "/qwen3");
   const int V = model->config.vocab_size, n = 10;
   const DType kv = GENERATE(DType::F32, DType::BF16);
-  INFO("kv " << dtype_name(kv));
-  for (int S : {8, 64}) {  // windows of 8 and 64 rows: the skinny kernel's 1- and 8-column-tile forms
-    CudaBackend be(*model, small_options(S + 1, 64, kv));
+  // Windows of 8 and 64 rows on the skinny kernel (its 1- and 8-column-tile forms), or of 8 and 12 on the
+  // fused GEMV (one and two row groups of blocks).
+  const int fused_rows = GENERATE(0, kDraftFusedGemvRows);
+  INFO("kv " << dtype_name(kv) << ", fused gemv rows " << fused_rows);
+  for (int S : {8, fused_rows ? 12 : 64}) {
+    CudaBackendOptions o = small_options(S + 1, 64, kv);
+    o.fused_gemv_rows = fused_rows;
+    CudaBackend be(*model, o);
     const SlotId alone = be.open_slot();
     const auto p = prompt_tokens(n, V, 1);
     const auto want = single_rows(be, alone, p, n);
@@ -187,6 +204,8 @@ TEST_CASE("a window with more output rows than one replay holds gives the bits o
   auto model = load_model(models_dir() + "/qwen3_sharded");
   CudaBackendOptions o = small_options(2, 64);
   o.max_output_rows = 3;
+  o.fused_gemv_rows = GENERATE(0, kDraftFusedGemvRows);  // the LM head's rows gathered by the fused GEMV
+  INFO("fused gemv rows " << o.fused_gemv_rows);
   CudaBackend be(*model, o);
   const SlotId ref = be.open_slot(), s = be.open_slot();
   const auto p = prompt_tokens(11, model->config.vocab_size, 4);
