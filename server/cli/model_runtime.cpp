@@ -42,6 +42,7 @@ struct BackendShape {
   bool graph_warmup = false;         // CUDA: CudaBackendOptions::warm_up_decode
   bool exact_verify = false;         // CUDA: speculation verifies drafts, so windows of up to 16 rows must give
                                      // a row the bits of a single-row window (the skinny kernel)
+  bool draft = false;                // CUDA: a draft model's backend, whose windows are mostly of a few rows
   KvDType kv_cache_dtype = KvDType::Auto;
 };
 
@@ -77,14 +78,16 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     opts.kv_cache_gb = shape.kv_cache_gb;
     opts.gpu_memory_fraction = shape.gpu_memory_fraction;
     // With speculation on, windows of up to 16 rows take the skinny kernel (a verify window must give each row
-    // the bits of plain decoding, so single rows take it too); without it, every window takes cuBLAS, which
-    // reads the weights faster at every row count (docs/PERFORMANCE.md), with split activations up to 16 rows
-    // (CudaBackendOptions) so decode keeps near-fp32 products. --batch-invariant puts every window on the
-    // fixed-order kernels.
+    // the bits of plain decoding, so single rows take it too); without it, one-row windows take the fused GEMV
+    // and the others cuBLAS, which reads the weights faster at every row count (docs/PERFORMANCE.md), with
+    // split activations up to 16 rows (CudaBackendOptions) so decode keeps near-fp32 products.
+    // --batch-invariant puts every window on the fixed-order skinny kernels. A draft model's windows (a few
+    // rows of catch-up, then single rows) need no exactness and are cheapest on the fused GEMV.
     opts.max_output_rows = 256;
     opts.gemm_min_rows = shape.batch_invariant ? std::numeric_limits<int>::max()
                          : shape.exact_verify  ? kServerGemmMinRows
                                                : 1;
+    opts.fused_gemv_rows = shape.draft && !shape.batch_invariant ? kDraftFusedGemvRows : 0;
     // With speculation on, attention keeps the fixed-order kernels in every window; the engine keeps verify
     // windows within the skinny kernel's 16 rows (BackendInfo::exact_rows), so drafts verify bit for bit.
     opts.attention_tc = !shape.exact_verify;
@@ -227,6 +230,7 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   // No prefix cache: drafters never attach a prefix, and a cached (shared) block would stop
   // Backend::truncate from cutting a slot back inside it, so a rejected draft there would mean a recompute.
   shape.prefix_caching = false;
+  shape.draft = true;
   auto backend = std::shared_ptr<Backend>(backend_factory_for(draft, runtime.device, shape)());
   config.engine.speculation.drafter_factory = [backend]() -> std::unique_ptr<Drafter> {
     return std::make_unique<DraftModelDrafter>(backend);
