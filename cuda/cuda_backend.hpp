@@ -31,9 +31,9 @@ namespace strata {
 constexpr int kServerGemmMinRows = 17;
 // The fused_gemv_rows of a draft model's backend in the server: its catch-up windows of a few rows take the
 // fused GEMV too (10 kernels a one-layer step instead of 17; drafting ~10 % faster on strata-tiny's pair).
-// The target keeps 0: verify windows of 5 rows and batch windows of 4-8 rows are slower there than on the
-// skinny kernel (strata-tiny 0.334 against 0.233 ms for 5 rows; 8B 12.0 against 6.9 ms for 8), though single
-// rows are faster (8B 233 against 171 tok/s; docs/PERFORMANCE.md, run 53).
+// The target keeps 0: its verify windows of 5 rows (an 8-row graph) are slower there than on the skinny
+// kernel (strata-tiny 0.255 against 0.231 ms), and its batch windows of 4-8 rows are slower at 8B (12.0 against
+// 6.9 ms for 8), though single rows are faster (8B 233 against 171 tok/s; docs/PERFORMANCE.md, runs 55-56).
 constexpr int kDraftFusedGemvRows = 16;
 
 struct CudaBackendOptions {

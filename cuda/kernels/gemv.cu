@@ -9,7 +9,8 @@
 // its tail.
 //
 // Windows of several rows (up to 8 a block, more as further row groups of blocks, grid y) share each weight
-// load: the block stages every row it serves and applies each loaded piece to all of them.
+// load: the block stages every row it serves and applies each loaded piece to all of them. A matrix whose
+// blocks leave SMs idle spreads the rows over more row groups instead (block_rows).
 //
 // Sums: a lane's FMAs over its chunks in k order, then a butterfly over the warp; the norm's sum of squares
 // is fixed by k and the block size (16 warps whenever there is a norm). None of that depends on the row
@@ -20,6 +21,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernels/device_math.cuh"
@@ -233,29 +235,55 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
 
-// Rows one block stages for a window of `rows` rows: up to 8, as many as the shared memory holds.
-int rows_per_block(int k, int rows) {
-  return std::max(1, std::min({rows, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
+    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
+// STRATA_GEMV_BLOCK_ROWS (1-8), read once, fixes the rows a block serves instead of block_rows' choice, for
+// measurements; it changes no row's bits.
+int env_int(const char* name, int lo, int hi, int fallback) {
+  const char* e = std::getenv(name);
+  const int v = e && *e ? std::atoi(e) : 0;
+  return v >= lo && v <= hi ? v : fallback;
+}
+int forced_block_rows() {
+  static const int v = env_int("STRATA_GEMV_BLOCK_ROWS", 1, kMaxRowsPerBlock, 0);
+  return v;
+}
+
+// Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave.
+int plan_blocks(int n, int w, int* tpw) {
+  const int warps = sm_count() * kBlocksPerSm * w;
+  *tpw = (n + warps - 1) / warps;
+  return (n + w * *tpw - 1) / (w * *tpw);
+}
+
+// Rows one block serves in a window of `rows` rows. When a row's blocks fill fewer SMs than there are, the
+// rows spread over the idle ones (several row groups of fewer rows, which read the weights once each but run
+// side by side) instead of every block carrying them all; otherwise one group carries up to 8 rows, so the
+// weights are read once. Capped by what the shared memory holds.
+int block_rows(int n, int k, int rows) {
+  int want = forced_block_rows();
+  if (want == 0) {
+    int tpw = 0;
+    const int groups = std::max(1, sm_count() * kBlocksPerSm / plan_blocks(n, 16, &tpw));
+    want = (rows + groups - 1) / groups;
+  }
+  return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
 }
 
 template <int NR, GemvEpilogue EP, bool NORM, int RT>
 void launch_rt(GemvParams p, cudaStream_t stream) {
-  static int sms = [] {
-    int dev = 0, n = 0;
-    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
-    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
   const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
   const int row_groups = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
-  // Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave.
-  auto plan = [&](int w, int* tpw) {
-    const int warps = sms * kBlocksPerSm * w;
-    *tpw = (p.n + warps - 1) / warps;
-    return (p.n + w * *tpw - 1) / (w * *tpw);
-  };
   int tpw_narrow = 0, tpw_wide = 0;
-  const int narrow = plan(16, &tpw_narrow), wide = plan(32, &tpw_wide);
+  const int narrow = plan_blocks(p.n, 16, &tpw_narrow), wide = plan_blocks(p.n, 32, &tpw_wide);
   // 32 x 4 keeps a one-row block's registers under 64 a thread; blocks of several rows take 16 x 8.
   if constexpr (RT == 1 && !NORM) {
     if (wide >= narrow) {
@@ -272,7 +300,7 @@ void launch_rt(GemvParams p, cudaStream_t stream) {
 
 template <int NR, GemvEpilogue EP, bool NORM>
 void launch_one(GemvParams p, cudaStream_t stream) {
-  p.rows_per_block = rows_per_block(p.k, p.rows);
+  p.rows_per_block = block_rows(p.n, p.k, p.rows);
   if (p.rows_per_block == 1) return launch_rt<NR, EP, NORM, 1>(p, stream);
   if (p.rows_per_block == 2) return launch_rt<NR, EP, NORM, 2>(p, stream);
   if (p.rows_per_block <= 4) return launch_rt<NR, EP, NORM, 4>(p, stream);
