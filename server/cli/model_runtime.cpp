@@ -1,6 +1,7 @@
 #include "server/cli/model_runtime.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 
@@ -88,6 +89,9 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
                          : shape.exact_verify  ? kServerGemmMinRows
                                                : 1;
     opts.fused_gemv_rows = shape.draft && !shape.batch_invariant ? kDraftFusedGemvRows : 0;
+    // STRATA_TARGET_FUSED_GEMV_ROWS (0-16) sets the target's, for benchmarks that compare the two.
+    if (const char* e = std::getenv("STRATA_TARGET_FUSED_GEMV_ROWS"); e && *e && !shape.draft && !shape.batch_invariant)
+      opts.fused_gemv_rows = std::clamp(std::atoi(e), 0, kServerGemmMinRows - 1);
     // With speculation on, attention keeps the fixed-order kernels in every window; the engine keeps verify
     // windows within the skinny kernel's 16 rows (BackendInfo::exact_rows), so drafts verify bit for bit.
     opts.attention_tc = !shape.exact_verify;
