@@ -1,10 +1,10 @@
 #include "cuda/gemm.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/env.hpp"
 #include "cuda/kernels/kernels.hpp"
 
 namespace strata {
@@ -15,11 +15,7 @@ constexpr int kMaxCandidates = 64;
 
 // Heuristic results timed per shape: 12, or STRATA_GEMM_CANDIDATES (1-64) for measurements.
 int candidates() {
-  static const int n = [] {
-    const char* e = std::getenv("STRATA_GEMM_CANDIDATES");
-    const int v = e ? std::atoi(e) : 0;
-    return v >= 1 && v <= kMaxCandidates ? v : 12;
-  }();
+  static const int n = env_int("STRATA_GEMM_CANDIDATES", 1, kMaxCandidates, 12);
   return n;
 }
 constexpr int kReps = 3;         // timed runs per candidate (each on cold weights)

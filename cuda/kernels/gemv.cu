@@ -21,9 +21,9 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/env.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
@@ -247,11 +247,6 @@ int sm_count() {
 
 // STRATA_GEMV_BLOCK_ROWS (1-8), read once, fixes the rows a block serves instead of block_rows' choice, for
 // measurements; it changes no row's bits.
-int env_int(const char* name, int lo, int hi, int fallback) {
-  const char* e = std::getenv(name);
-  const int v = e && *e ? std::atoi(e) : 0;
-  return v >= lo && v <= hi ? v : fallback;
-}
 int forced_block_rows() {
   static const int v = env_int("STRATA_GEMV_BLOCK_ROWS", 1, kMaxRowsPerBlock, 0);
   return v;

@@ -17,9 +17,10 @@
 // fragments: they contribute exact zeros to nobody else's sums.
 #include <cuda_bf16.h>
 
-#include <cstdlib>
+#include <limits>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/env.hpp"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
@@ -206,10 +207,8 @@ void launch_bf16_kw(const void* w, int n, int k, const float* x, int rows, float
 // STRATA_MATVEC_KW16_BELOW moves that threshold, for the kernel benchmark's comparisons only: it changes the
 // bits, so a process must keep one value for its whole life (it is read once).
 int kw16_below() {
-  static const int v = [] {
-    const char* e = std::getenv("STRATA_MATVEC_KW16_BELOW");
-    return e && *e ? std::atoi(e) : 65536;
-  }();
+  static const int v = env_int("STRATA_MATVEC_KW16_BELOW", std::numeric_limits<int>::min(),
+                               std::numeric_limits<int>::max(), 65536);
   return v;
 }
 
