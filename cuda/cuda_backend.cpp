@@ -16,12 +16,14 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/gemm.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_weights.hpp"
+#include "cuda/env.hpp"
 #include "cuda/forward.hpp"
 #include "cuda/window_meta.hpp"
 #include "engine/cpu/rope.hpp"
@@ -101,6 +103,7 @@ struct CudaBackend::Impl {
   SlotId scratch_slot = kNoSlot;
   int table_stride = 0;  // block-table entries per slot: ceil(max_context / block_size)
   int max_splits = 0;
+  int sm_count = 0;
   CudaMemoryReport mem;
 
   Impl(const Model& m, CudaBackendOptions o) : cfg(m.config), opts(o), host_pool(host_threads(o.host_threads)) {
@@ -109,6 +112,7 @@ struct CudaBackend::Impl {
     cudaDeviceProp prop{};
     STRATA_CUDA_CHECK(cudaGetDeviceProperties(&prop, opts.device));
     name = prop.name;
+    sm_count = prop.multiProcessorCount;
     spdlog::info("cuda: device {} ({}), compute capability {}.{}, {} SMs, {}", opts.device, name, prop.major,
                  prop.minor, prop.multiProcessorCount, gb(prop.totalGlobalMem));
     STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -232,6 +236,7 @@ struct CudaBackend::Impl {
         {T * NH * S * HD * 4, reinterpret_cast<void**>(&ws.part_acc)},
         {T * NH * S * 2 * 4, reinterpret_cast<void**>(&ws.part_ml)},
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
+        {T * ((H + 15) / 16) * 4, reinterpret_cast<void**>(&ws.ss)},
         {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
@@ -342,6 +347,12 @@ struct CudaBackend::Impl {
     fwd.fused_gemv_rows = opts.fused_gemv_rows;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.device_logprobs = opts.device_logprobs;
+    // The skinny kernel's norm and residual folds (MatvecFold) save a launch each but add a short epilogue to
+    // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one
+    // wave of 16-output blocks (strata-tiny: 5-7 % a window) and cost 1-2 % at the 1B and 8B shapes
+    // (docs/PERFORMANCE.md, run 61). STRATA_SKINNY_FOLD=0|1 overrides that for the benchmarks' comparisons.
+    const int widest = std::max({q_dim() + 2 * kv_dim(), cfg.hidden_size, cfg.intermediate_size});
+    fwd.skinny_fold = cuda::env_int("STRATA_SKINNY_FOLD", 0, 1, (widest + 15) / 16 <= sm_count ? 1 : 0) != 0;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the

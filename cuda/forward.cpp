@@ -37,6 +37,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // speculation).
   const bool gemv = ctx.fused_gemv && gemv_fits(c, w.type) && (T <= ctx.fused_gemv_rows || (use_gemm && T == 1));
   const bool want16 = use_gemm && !gemv && w.type == WType::BF16;
+  // The skinny kernel's windows (bf16 weights, skinny_fold) fold each residual add into the o and down
+  // matmuls and each norm but the first into the matmul after it (MatvecFold), through the partial sums of
+  // squares in ws.ss and the pre-scaled rows in ws.xn: 2L - 1 fewer launches a window.
+  const bool fold = ctx.skinny_fold && !use_gemm && !gemv && w.type == WType::BF16;
   const bool row_attention = gemv && T == 1 && ctx.fused_row_attention &&
                              attention_row_supports(c.num_heads, c.num_kv_heads, HD);
   // Split activations on windows of up to split_gemm_max_rows rows: each bf16 input row comes with its
@@ -89,6 +93,18 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     launch_gemv(g, stream);
   };
 
+  MatvecFold normed;  // a matmul whose input is the residual launch's xn_out
+  normed.ss_in = ws.ss;
+  normed.eps = eps;
+  auto residual = [&](const float* bias, const float* next_norm) {
+    MatvecFold f;
+    f.bias = bias;
+    f.ss_out = ws.ss;
+    f.next_norm = next_norm;
+    f.xn_out = next_norm ? ws.xn : nullptr;
+    return f;
+  };
+
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
   if (!gemv)
     launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, xn, in16,
@@ -138,6 +154,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
 
     if (gemv)
       fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+    else if (fold && l > 0)
+      launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
     else
       matmul(Ly.wqkv, ws.xn, ws.qkv);
     qp.qkv_rem = rem(ws.qkv, ap.qkv_stride);
@@ -165,6 +183,13 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
       fused(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
       fused(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
+      continue;
+    }
+    if (fold) {
+      launch_matvec(Ly.wo.ptr, Ly.wo.type, H, Ly.wo.cols, ws.att, T, ws.x, stream, residual(Ly.bo, Ly.mlp_norm));
+      launch_matvec_swiglu(Ly.wgu.ptr, Ly.wgu.type, FF, H, ws.xn, T, ws.act, stream, normed);
+      const float* next = l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : nullptr;
+      launch_matvec(Ly.wdown.ptr, Ly.wdown.type, H, FF, ws.act, T, ws.x, stream, residual(nullptr, next));
       continue;
     }
     matmul(Ly.wo, ws.att, ws.tmp);
@@ -199,8 +224,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // batch) gives it to cuBLAS too, which reads the 0.25-1 GB matrix once for all of them.
   const bool gemm_head = use_gemm && R >= ctx.gemm_min_rows;
   const Bf16Out fin16{gemm_head && want16 ? ws.in16 : nullptr, gemm_head && split};
-  launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, fin16,
-                     stream);
+  launch_add_rmsnorm(ws.x, fold ? nullptr : ws.tmp, rem(ws.tmp, H), nullptr, w.final_norm, out_rows, R, H, eps, false,
+                     ws.fin, fin16, stream);
   if (gemm_head) {
     ctx.gemm->run(w.output, fin16.p ? static_cast<const void*>(fin16.p) : static_cast<const void*>(ws.fin),
          fin16.split ? 2 * R : R, ws.logits);

@@ -30,6 +30,7 @@ struct Workspace {
   float* logits = nullptr;   // [R][vocab]
   int* picks = nullptr;      // [R]
   float* logprobs = nullptr; // [R][kLogprobWords]: launch_logprobs
+  float* ss = nullptr;       // [T][ceil(hidden / 16)]: partial sums of squares of x (MatvecFold)
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
   int* attn_counters = nullptr;  // [n_heads]: launch_attention_row's split counters
   int max_splits = 0;
@@ -52,6 +53,7 @@ struct ForwardContext {
   int fused_gemv_rows = 0;      // CudaBackendOptions::fused_gemv_rows
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
+  bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

@@ -156,12 +156,35 @@ void launch_swiglu(const float* gu, const float* gu_rem, int rows, int ff, float
 // kernel (matvec.cu): bf16 weights on the tensor cores, read once per 16 rows, the activations split into two
 // bf16 parts for near-fp32 products, fp32 sums in an order fixed by k alone; fp32 weights on CUDA cores in an
 // order fixed by k. Either way a row's result does not depend on how many rows share the launch.
-void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream);
+//
+// The norm and residual add between matmuls fold into the bf16 kernel (MatvecFold), so a layer on it is the
+// matmuls, RoPE and attention only:
+// - residual (ss_out set): y is the residual row, y[r][j] = y[r][j] + ((W x)[r][j] + bias[j]) (bias
+//   optional), rounded as launch_add_rmsnorm adds; ss_out[r][p] gets the sum of squares of the new
+//   y[r][16 p .. 16 p + 15] in order; with next_norm, xn_out[r][j] = next_norm[j] * y[r][j] too (the next
+//   matmul's input before its scale);
+// - normed input (ss_in set): x is such an xn_out row, and each product is scaled by 1 / sqrt(mean(y^2) + eps)
+//   with mean(y^2) from ss_in[r][0 .. ceil(k / 16)) (the same launch's ss_out), added in a fixed order. So
+//   the matmul computes W (norm * y / rms) as (W (norm * y)) / rms, the scale waiting for nothing before the
+//   products, and a row's bits depend on the row alone (they are not those of launch_add_rmsnorm then
+//   launch_matvec).
+// One launch takes a normed input or a residual, not both.
+struct MatvecFold {
+  const float* ss_in = nullptr;      // [rows][ceil(k / 16)]
+  float eps = 0.0f;
+  const float* bias = nullptr;       // residual only, [n] or null
+  float* ss_out = nullptr;           // [rows][ceil(n / 16)]: the residual epilogue when set
+  const float* next_norm = nullptr;  // [n], with xn_out
+  float* xn_out = nullptr;           // [rows][n]
+};
+void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
+                   const MatvecFold& fold = {});
 // The MLP's first half on the skinny kernel: w is the stacked [gate | up] matrix (2 ff rows of k), and
 // act[r][i] = silu(gate) * up with gate and up computed as launch_matvec computes them and the product as
-// launch_swiglu does, so it gives the bits of launch_matvec followed by launch_swiglu in one kernel.
+// launch_swiglu does, so it gives the bits of launch_matvec followed by launch_swiglu in one kernel (fold:
+// a normed input only; gate and up are each scaled before the SwiGLU).
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
-                          cudaStream_t stream);
+                          cudaStream_t stream, const MatvecFold& fold = {});
 
 // The fused matmul of windows of a few rows (gemv.cu; forward.cpp says which windows come here): y = W x for
 // each of `rows` fp32 activation rows x of k floats and bf16 weights W [n][k] (Swiglu: [2 n][k], the gate rows

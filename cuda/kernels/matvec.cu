@@ -21,6 +21,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/env.hpp"
+#include "cuda/kernels/attention_common.cuh"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
@@ -58,11 +59,15 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
 // are in flight per warp before the first is used. The first U chunks' weights are loaded before pdl_wait():
 // weights never depend on the previous kernel, so with programmatic dependent launch their fetch overlaps the
 // tail of the kernel before (the norm, RoPE or attention kernels that run between matmuls).
-template <int KW, int MT, int NT, int U, bool Swiglu>
+template <int KW, int MT, int NT, int U, bool Swiglu, bool Norm>
 __global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16* __restrict__ w, int n, int k,
                                                              const float* __restrict__ x, int rows,
-                                                             float* __restrict__ y) {
+                                                             float* __restrict__ y, MatvecFold fold) {
   __shared__ float red[KW][MT * NT * 4][32];
+  constexpr int kRows = 8 * NT;              // the block's rows
+  constexpr int kSsCap = Norm ? 4096 : 1;    // Norm: partial sums of squares staged (floats)
+  __shared__ float fold_ss[kSsCap];
+  __shared__ float fold_rows[16][kRows];     // residual: the y tile (old, then new); Norm: row 0 holds 1 / rms
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int j0 = blockIdx.y * (Swiglu ? 16 : 16 * MT);
@@ -98,6 +103,29 @@ __global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16
   load_weights(warp);
   pdl_wait();  // x is the previous kernel's output
   pdl_launch_dependents();
+
+  // What the epilogue needs besides the sums goes out now, into shared memory (cp.async: no registers held
+  // over the main loop), each word copied by the thread that reads it, so no barrier is added: Norm's partial
+  // sums of squares (warp w copies and later adds those of rows w, w + KW, ..., when they fit), the
+  // residual's y tile (in the final loop's layout, below).
+  const int parts = (k + 15) / 16;
+  const bool ss_staged = Norm && kRows * parts <= kSsCap;
+  if (ss_staged)
+    for (int i = warp; i < kRows; i += KW)
+      if (r0 + i < rows)
+        for (int p = lane; p < parts; p += 32)
+          attn::cp_async4(&fold_ss[i * parts + p], fold.ss_in + size_t(r0 + i) * parts + p);
+  constexpr int kPairs = NT * 64;  // residual: (q, e & 1, lane) pairs of outputs j, j + 8 of one row
+  if (!Swiglu && fold.ss_out)
+    for (int u = threadIdx.x; u < kPairs; u += KW * 32) {
+      const int ln = u & 31, rr = 8 * (u >> 6) + 2 * (ln & 3) + ((u >> 5) & 1);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int jj = (ln >> 2) + 8 * h;
+        if (r0 + rr < rows && j0 + jj < n) attn::cp_async4(&fold_rows[jj][rr], y + size_t(r0 + rr) * n + j0 + jj);
+      }
+    }
+  attn::cp_async_commit();
 
   const float* xr[NT];
   bool lx[NT];
@@ -146,6 +174,21 @@ __global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16
     }
   }
 
+  // Norm: each row's 1 / sqrt(mean(x^2) + eps) from the residual launch's partial sums of squares, a warp a
+  // row: lane l adds parts l, l + 32, ... in order (the words it staged itself), then the warp butterfly, an
+  // order fixed by k alone. The barrier below publishes it with the warp sums.
+  attn::cp_async_wait<0>();
+  if constexpr (Norm) {
+    for (int i = warp; i < kRows; i += KW) {
+      const int r = r0 + i;
+      float ss = 0.0f;
+      if (r < rows)
+        for (int p = lane; p < parts; p += 32)
+          ss = __fadd_rn(ss, ss_staged ? fold_ss[i * parts + p] : fold.ss_in[size_t(r) * parts + p]);
+      ss = warp_sum(ss);
+      if (lane == 0) fold_rows[0][i] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(ss, float(k)), fold.eps));
+    }
+  }
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -153,6 +196,35 @@ __global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16
 #pragma unroll
       for (int e = 0; e < 4; ++e) red[warp][(m * NT + q) * 4 + e][lane] = acc[m][q][e];
   __syncthreads();
+  // The residual: y = y + (s + bias), rounded as launch_add_rmsnorm adds; a thread takes outputs j and j + 8 of
+  // one row (value ((q * 4 + e) * 32 + lane) below, e and e + 2), so the row's sum of squares over the block's
+  // 16 outputs is its two squares, then a butterfly over the lanes of the row's 8 output pairs: at
+  // ss_out[r][blockIdx.y] (gridDim.y = ceil(n / 16) parts a row).
+  if (!Swiglu && fold.ss_out) {
+    for (int u = threadIdx.x; u < kPairs; u += KW * 32) {
+      const int ln = u & 31, el = (u >> 5) & 1, q = u >> 6;
+      const int r = r0 + 8 * q + 2 * (ln & 3) + el;
+      float sq = 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int e = el + 2 * h, j = j0 + (ln >> 2) + 8 * h;
+        float s = red[0][q * 4 + e][ln];
+#pragma unroll
+        for (int wi = 1; wi < KW; ++wi) s = __fadd_rn(s, red[wi][q * 4 + e][ln]);
+        if (j < n && r < rows) {
+          const float val = __fadd_rn(fold_rows[j - j0][r - r0], fold.bias ? __fadd_rn(s, fold.bias[j]) : s);
+          y[size_t(r) * n + j] = val;
+          if (fold.xn_out) fold.xn_out[size_t(r) * n + j] = __fmul_rn(fold.next_norm[j], val);
+          sq = __fmaf_rn(val, val, sq);
+        }
+      }
+      sq = __fadd_rn(sq, __shfl_xor_sync(0xffffffffu, sq, 4));
+      sq = __fadd_rn(sq, __shfl_xor_sync(0xffffffffu, sq, 8));
+      sq = __fadd_rn(sq, __shfl_xor_sync(0xffffffffu, sq, 16));
+      if ((ln >> 2) == 0 && r < rows) fold.ss_out[size_t(r) * gridDim.y + blockIdx.y] = sq;
+    }
+    return;
+  }
   // Value v = ((m * NT + q) * 4 + e) * 32 + lane is output j0 + 16 m + g + 8 (e >> 1), row r0 + 8 q + 2 t + (e & 1).
   constexpr int kOut = (Swiglu ? 1 : MT) * NT * 4 * 32;
   for (int v = threadIdx.x; v < kOut; v += KW * 32) {
@@ -163,10 +235,13 @@ __global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16
     float s = red[0][mq * 4 + e][ln];
 #pragma unroll
     for (int wi = 1; wi < KW; ++wi) s = __fadd_rn(s, red[wi][mq * 4 + e][ln]);
+    const float inv = Norm ? fold_rows[0][r - r0] : 1.0f;
+    if (Norm) s = __fmul_rn(s, inv);
     if (Swiglu) {
       float up = red[0][(NT + q) * 4 + e][ln];
 #pragma unroll
       for (int wi = 1; wi < KW; ++wi) up = __fadd_rn(up, red[wi][(NT + q) * 4 + e][ln]);
+      if (Norm) up = __fmul_rn(up, inv);
       if (j < n && r < rows) y[size_t(r) * n + j] = __fmul_rn(__fdiv_rn(s, __fadd_rn(1.0f, expf(-s))), up);
     } else {
       if (j < n && r < rows) y[size_t(r) * n + j] = s;
@@ -175,11 +250,16 @@ __global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16
 }
 
 template <int KW, int MT, int NT, int U, bool Swiglu>
-void launch_mma(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+void launch_mma(const void* w, int n, int k, const float* x, int rows, float* y, const MatvecFold& f,
+                cudaStream_t stream) {
   const int outs_per_block = Swiglu ? 16 : 16 * MT;
   const dim3 grid((rows + 8 * NT - 1) / (8 * NT), (n + outs_per_block - 1) / outs_per_block);
-  launch_kernel(mma_matvec_kernel<KW, MT, NT, U, Swiglu>, grid, KW * 32, 0, stream,
-                static_cast<const __nv_bfloat16*>(w), n, k, x, rows, y);
+  if (f.ss_in)
+    launch_kernel(mma_matvec_kernel<KW, MT, NT, U, Swiglu, true>, grid, KW * 32, 0, stream,
+                  static_cast<const __nv_bfloat16*>(w), n, k, x, rows, y, f);
+  else
+    launch_kernel(mma_matvec_kernel<KW, MT, NT, U, Swiglu, false>, grid, KW * 32, 0, stream,
+                  static_cast<const __nv_bfloat16*>(w), n, k, x, rows, y, f);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -188,15 +268,16 @@ void launch_mma(const void* w, int n, int k, const float* x, int rows, float* y,
 // weights come from L2 for all but the first of them. Only windows of more than 16 rows (batch-invariant mode,
 // or a caller's gemm_min_rows above 17) use the wider tiles.
 template <int KW, bool Swiglu>
-void launch_bf16_kw(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+void launch_bf16_kw(const void* w, int n, int k, const float* x, int rows, float* y, const MatvecFold& f,
+                    cudaStream_t stream) {
   constexpr int MT = Swiglu ? 2 : 1;
-  if (rows <= 8) return launch_mma<KW, MT, 1, 8 / MT, Swiglu>(w, n, k, x, rows, y, stream);
+  if (rows <= 8) return launch_mma<KW, MT, 1, 8 / MT, Swiglu>(w, n, k, x, rows, y, f, stream);
   if constexpr (KW > 8 || Swiglu) {  // more column tiles would spill registers (or take one block per SM)
-    return launch_mma<KW, MT, 2, 8 / MT, Swiglu>(w, n, k, x, rows, y, stream);
+    return launch_mma<KW, MT, 2, 8 / MT, Swiglu>(w, n, k, x, rows, y, f, stream);
   } else {
-    if (rows <= 16) return launch_mma<KW, MT, 2, 8, Swiglu>(w, n, k, x, rows, y, stream);
-    if (rows <= 32) return launch_mma<KW, MT, 4, 4, Swiglu>(w, n, k, x, rows, y, stream);
-    return launch_mma<KW, MT, 8, 2, Swiglu>(w, n, k, x, rows, y, stream);
+    if (rows <= 16) return launch_mma<KW, MT, 2, 8, Swiglu>(w, n, k, x, rows, y, f, stream);
+    if (rows <= 32) return launch_mma<KW, MT, 4, 4, Swiglu>(w, n, k, x, rows, y, f, stream);
+    return launch_mma<KW, MT, 8, 2, Swiglu>(w, n, k, x, rows, y, f, stream);
   }
 }
 
@@ -213,10 +294,11 @@ int kw16_below() {
 }
 
 template <bool Swiglu>
-void launch_bf16(const void* w, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+void launch_bf16(const void* w, int n, int k, const float* x, int rows, float* y, const MatvecFold& f,
+                 cudaStream_t stream) {
   const int stacked_rows = Swiglu ? 2 * n : n;
-  if (stacked_rows < kw16_below()) return launch_bf16_kw<16, Swiglu>(w, n, k, x, rows, y, stream);
-  return launch_bf16_kw<8, Swiglu>(w, n, k, x, rows, y, stream);
+  if (stacked_rows < kw16_below()) return launch_bf16_kw<16, Swiglu>(w, n, k, x, rows, y, f, stream);
+  return launch_bf16_kw<8, Swiglu>(w, n, k, x, rows, y, f, stream);
 }
 
 // ---- fp32 weights: CUDA cores -------------------------------------------------------------------------------
@@ -294,27 +376,35 @@ void launch_f32(const void* w, int n, int k, const float* x, int rows, float* y,
 }
 
 template <bool Swiglu>
-void launch_checked(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
+void launch_checked(const void* w, WType t, int n, int k, const float* x, int rows, float* y, const MatvecFold& f,
+                    cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return;
   const int vec = t == WType::BF16 ? 8 : 4;
   if (k % vec != 0)
     throw Error("cuda matvec: inner dimension " + std::to_string(k) + " is not a multiple of " +
                 std::to_string(vec) + " (16-byte weight loads)");
+  const bool folded = f.ss_in || f.ss_out;
+  if (folded && t != WType::BF16) throw Error("cuda matvec: a folded norm or residual needs bf16 weights");
+  if (!f.ss_out && (f.xn_out || f.next_norm)) throw Error("cuda matvec: xn_out belongs to the residual epilogue");
+  if (!f.xn_out != !f.next_norm) throw Error("cuda matvec: xn_out and next_norm go together");
+  if (Swiglu && f.ss_out) throw Error("cuda matvec: the SwiGLU form has no residual epilogue");
+  if (f.ss_in && f.ss_out) throw Error("cuda matvec: a folded norm and a residual epilogue in one launch");
   if (t == WType::BF16)
-    launch_bf16<Swiglu>(w, n, k, x, rows, y, stream);
+    launch_bf16<Swiglu>(w, n, k, x, rows, y, f, stream);
   else
     launch_f32<Swiglu>(w, n, k, x, rows, y, stream);
 }
 
 }  // namespace
 
-void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream) {
-  launch_checked<false>(w, t, n, k, x, rows, y, stream);
+void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
+                   const MatvecFold& fold) {
+  launch_checked<false>(w, t, n, k, x, rows, y, fold, stream);
 }
 
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
-                          cudaStream_t stream) {
-  launch_checked<true>(w, t, ff, k, x, rows, act, stream);
+                          cudaStream_t stream, const MatvecFold& fold) {
+  launch_checked<true>(w, t, ff, k, x, rows, act, fold, stream);
 }
 
 }  // namespace cuda

@@ -353,3 +353,96 @@ TEST_CASE("the autotuned cuBLASLt GEMM matches cuBLAS's default, in and out of g
   cublasDestroy(blas);
   cudaStreamDestroy(st);
 }
+
+TEST_CASE("the skinny kernel's folded residual add and norm match the separate kernels and keep a row's bits") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  cudaStream_t st = nullptr;
+  REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
+  std::mt19937 rng(23);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  // h: the residual rows (n = 200 wide, not a multiple of the 16-output parts); o: n x ko, the sub-layer's
+  // output projection; q: nq x n, the next matmul (its input normed); gu: the stacked [gate | up] of ff rows.
+  const int n = 200, ko = 264, nq = 72, ff = 40, max_rows = 40;
+  const float eps = 1e-6f;
+  auto bf16_matrix = [&](int rows, int cols, float scale) {
+    std::vector<uint16_t> wb(size_t(rows) * cols);
+    for (auto& v : wb) v = bf16_rn(nd(rng) * scale);
+    return upload(wb);
+  };
+  DeviceBuffer wo = bf16_matrix(n, ko, 0.05f), wq = bf16_matrix(nq, n, 0.1f), wgu = bf16_matrix(2 * ff, n, 0.1f);
+  std::vector<float> h(size_t(max_rows) * n), att(size_t(max_rows) * ko), bias(n), norm(n);
+  for (float& v : h) v = nd(rng) * 3.0f;
+  for (float& v : att) v = nd(rng);
+  for (float& v : bias) v = nd(rng) * 0.1f;
+  for (float& v : norm) v = 1.0f + 0.2f * nd(rng);
+  DeviceBuffer dh0 = upload(h), datt = upload(att), dbias = upload(bias), dnorm = upload(norm);
+  const size_t hb = h.size() * 4, parts = (n + 15) / 16;
+
+  // The separate kernels: o into tmp, then add_rmsnorm (residual written back) into xn, then q and gu.
+  DeviceBuffer dh(hb, "h"), tmp(hb, "tmp"), xn(hb, "xn"), q_ref(size_t(max_rows) * nq * 4, "q"),
+      a_ref(size_t(max_rows) * ff * 4, "act");
+  REQUIRE(cudaMemcpy(dh.get(), dh0.get(), hb, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  launch_matvec(wo.get(), WType::BF16, n, ko, datt.get<float>(), max_rows, tmp.get<float>(), st);
+  launch_add_rmsnorm(dh.get<float>(), tmp.get<float>(), nullptr, dbias.get<float>(), dnorm.get<float>(), nullptr,
+                     max_rows, n, eps, true, xn.get<float>(), Bf16Out{}, st);
+  launch_matvec(wq.get(), WType::BF16, nq, n, xn.get<float>(), max_rows, q_ref.get<float>(), st);
+  launch_matvec_swiglu(wgu.get(), WType::BF16, ff, n, xn.get<float>(), max_rows, a_ref.get<float>(), st);
+  REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+  const std::vector<float> h_ref = download(dh, h.size()), q_want = download(q_ref, size_t(max_rows) * nq),
+                           a_want = download(a_ref, size_t(max_rows) * ff);
+
+  // The folded form on a window of `rows` rows starting at row r0.
+  DeviceBuffer fh(hb, "h"), fxn(hb, "xn"), ss(size_t(max_rows) * parts * 4, "ss"),
+      fq(size_t(max_rows) * nq * 4, "q"), fa(size_t(max_rows) * ff * 4, "act");
+  auto folded = [&](int r0, int rows) {
+    MatvecFold res;
+    res.bias = dbias.get<float>();
+    res.ss_out = ss.get<float>() + size_t(r0) * parts;
+    res.next_norm = dnorm.get<float>();
+    res.xn_out = fxn.get<float>() + size_t(r0) * n;
+    launch_matvec(wo.get(), WType::BF16, n, ko, datt.get<float>() + size_t(r0) * ko, rows,
+                  fh.get<float>() + size_t(r0) * n, st, res);
+    MatvecFold nrm;
+    nrm.ss_in = res.ss_out;
+    nrm.eps = eps;
+    launch_matvec(wq.get(), WType::BF16, nq, n, res.xn_out, rows, fq.get<float>() + size_t(r0) * nq, st, nrm);
+    launch_matvec_swiglu(wgu.get(), WType::BF16, ff, n, res.xn_out, rows, fa.get<float>() + size_t(r0) * ff, st,
+                         nrm);
+  };
+  REQUIRE(cudaMemcpy(fh.get(), dh0.get(), hb, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  for (int r = 0; r < max_rows; ++r) folded(r, 1);
+  REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+  const std::vector<float> h_alone = download(fh, h.size()), q_alone = download(fq, size_t(max_rows) * nq),
+                           a_alone = download(fa, size_t(max_rows) * ff);
+  // The residual add rounds as add_rmsnorm's does: the same bits; xn_out is norm * h.
+  REQUIRE(std::memcmp(h_alone.data(), h_ref.data(), hb) == 0);
+  const std::vector<float> xn_alone = download(fxn, h.size());
+  for (size_t i = 0; i < h.size(); ++i) REQUIRE(xn_alone[i] == norm[i % size_t(n)] * h_ref[i]);
+  // The norm's sum of squares is added in another order and its scale applied after the products: close to
+  // the separate kernels (whose outputs here are of order 1), not their bits.
+  for (size_t i = 0; i < q_want.size(); ++i) {
+    INFO("q element " << i);
+    REQUIRE(q_alone[i] == Approx(q_want[i]).epsilon(1e-4).margin(1e-4));
+  }
+  for (size_t i = 0; i < a_want.size(); ++i) {
+    INFO("act element " << i);
+    REQUIRE(a_alone[i] == Approx(a_want[i]).epsilon(1e-4).margin(1e-4));
+  }
+  // And a row gets the bits it gets alone in windows of any size (tiles of 8, 16 and more rows).
+  for (int rows : {2, 5, 8, 9, 16, 17, 33, 40}) {
+    REQUIRE(cudaMemcpy(fh.get(), dh0.get(), hb, cudaMemcpyDeviceToDevice) == cudaSuccess);
+    REQUIRE(cudaMemset(fq.get(), 0xff, size_t(max_rows) * nq * 4) == cudaSuccess);
+    folded(0, rows);
+    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+    INFO(rows << " rows");
+    const std::vector<float> gh = download(fh, h.size()), gq = download(fq, size_t(max_rows) * nq),
+                             ga = download(fa, size_t(max_rows) * ff);
+    REQUIRE(std::memcmp(gh.data(), h_alone.data(), size_t(rows) * n * 4) == 0);
+    REQUIRE(std::memcmp(gq.data(), q_alone.data(), size_t(rows) * nq * 4) == 0);
+    REQUIRE(std::memcmp(ga.data(), a_alone.data(), size_t(rows) * ff * 4) == 0);
+    for (size_t i = size_t(rows) * nq; i < gq.size(); i += 31) REQUIRE(std::isnan(gq[i]));  // nothing past them
+    // Rows past the window keep the residual they had.
+    REQUIRE(std::memcmp(gh.data() + size_t(rows) * n, h.data() + size_t(rows) * n, size_t(max_rows - rows) * n * 4) == 0);
+  }
+  cudaStreamDestroy(st);
+}

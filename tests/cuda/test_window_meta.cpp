@@ -94,6 +94,28 @@ TEST_CASE("the skinny matmul refuses an inner dimension its 16-byte loads cannot
                     Contains("not a multiple of 4"));
 }
 
+TEST_CASE("the skinny matmul refuses a fold it cannot do", "[host]") {
+  float one = 1.0f;
+  MatvecFold resid;
+  resid.ss_out = &one;
+  CHECK_THROWS_WITH(launch_matvec(nullptr, WType::F32, 8, 16, nullptr, 1, nullptr, nullptr, resid),
+                    Contains("needs bf16 weights"));
+  CHECK_THROWS_WITH(launch_matvec_swiglu(nullptr, WType::BF16, 8, 16, nullptr, 1, nullptr, nullptr, resid),
+                    Contains("no residual epilogue"));
+  MatvecFold half = resid;
+  half.xn_out = &one;  // without next_norm
+  CHECK_THROWS_WITH(launch_matvec(nullptr, WType::BF16, 8, 16, nullptr, 1, nullptr, nullptr, half),
+                    Contains("xn_out and next_norm go together"));
+  MatvecFold stray;
+  stray.next_norm = &one;
+  stray.xn_out = &one;  // without the residual epilogue
+  CHECK_THROWS_WITH(launch_matvec(nullptr, WType::BF16, 8, 16, nullptr, 1, nullptr, nullptr, stray),
+                    Contains("xn_out belongs to the residual epilogue"));
+  resid.ss_in = &one;
+  CHECK_THROWS_WITH(launch_matvec(nullptr, WType::BF16, 8, 16, nullptr, 1, nullptr, nullptr, resid),
+                    Contains("a folded norm and a residual epilogue in one launch"));
+}
+
 TEST_CASE("the fused GEMV refuses an inner dimension it cannot stage and a norm before a residual add", "[host]") {
   GemvParams p;
   p.n = 8;
