@@ -426,14 +426,46 @@ struct CudaBackend::Impl {
     return graph;
   }
 
-  // A chained window's graph (no metadata copy), or null where the shape's GEMMs have not been timed: timing
-  // runs the window eagerly, which a chain's steps cannot do before their tokens exist.
-  std::map<cuda::WindowShape, std::unique_ptr<Graph>> fed_graphs;
-  cudaGraphExec_t fed_graph_for(const cuda::WindowShape& shape) {
-    auto it = fed_graphs.find(shape);
+  // The later steps of a chain as one graph: for each step, the kernel that stages its metadata from the
+  // staged words (at stride words apart) and the previous step's picks, then its forward pass without a
+  // metadata copy, so the steps follow one another through programmatic dependent launch instead of a graph
+  // launch each. Null where a step shape's GEMMs have not been timed: timing runs a window eagerly, which a
+  // chain's steps cannot do before their tokens exist. The key holds the buffers the kernels were recorded
+  // with, so a reallocated buffer takes a new graph.
+  using ChainKey = std::tuple<std::vector<cuda::WindowShape>, std::vector<int>, size_t, const void*, const void*>;
+  std::map<ChainKey, std::unique_ptr<Graph>> fed_graphs;
+  cudaGraphExec_t fed_chain_for(const std::vector<cuda::WindowMeta>& metas, size_t stride, int S) {
+    ChainKey key{{}, {}, stride, chain_meta_dev.get(), chain_picks_dev.get()};
+    for (const cuda::WindowMeta& m : metas) {
+      if (!gemms_timed.count({m.shape.rows, m.shape.out_rows})) return nullptr;
+      std::get<0>(key).push_back(m.shape);
+      std::get<1>(key).push_back(int(m.words.size()));
+    }
+    auto it = fed_graphs.find(key);
     if (it != fed_graphs.end()) return it->second->exec;
-    if (!gemms_timed.count({shape.rows, shape.out_rows})) return nullptr;
-    return fed_graphs.emplace(shape, capture_graph(shape, 0, false)).first->second->exec;
+    if (fed_graphs.size() >= kMaxGraphs) fed_graphs.clear();
+    int32_t* kept = chain_picks_dev.get<int32_t>();
+    STRATA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (size_t j = 0; j < metas.size(); ++j) {
+        cuda::launch_stage_chain_step(fwd.ws.meta, chain_meta_dev.get<int32_t>() + j * stride,
+                                      int(metas[j].words.size()), fwd.ws.picks, S, kept + j * size_t(S), stream);
+        cuda::record_forward(fwd, metas[j].shape, stream, false);  // chained steps' rows are greedy: no draws
+      }
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      (void)cudaGetLastError();
+      throw;
+    }
+    cudaGraph_t g = nullptr;
+    STRATA_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+    auto graph = std::make_unique<Graph>();
+    const cudaError_t e = cudaGraphInstantiate(&graph->exec, g, 0);
+    cudaGraphDestroy(g);
+    STRATA_CUDA_CHECK(e);
+    return fed_graphs.emplace(std::move(key), std::move(graph)).first->second->exec;
   }
 
   cudaGraphExec_t graph_for(const cuda::WindowShape& shape, size_t meta_bytes) {
@@ -711,35 +743,37 @@ struct CudaBackend::Impl {
     if (w0.rows.size() + size_t(S) * size_t(steps - 1) > size_t(opts.max_window_rows)) return false;
     for (size_t i : picking)
       if (w0.rows[i].pos + steps - 1 >= opts.max_context) return false;
-    // Every later step's window, its metadata and its graph (captured now, before anything is queued).
+    // Every later step's window and its metadata.
     Window all = w0;
     std::vector<cuda::WindowMeta> metas;
-    std::vector<cudaGraphExec_t> execs;
     size_t stride = 0;
-    if (fed_graphs.size() + size_t(steps) > kMaxGraphs) fed_graphs.clear();  // not while execs holds any
     for (int j = 1; j < steps; ++j) {
       Window wj;
       for (size_t i : picking) wj.rows.push_back(Row{w0.rows[i].slot, 0, w0.rows[i].pos + j, true});
       metas.push_back(meta_for(wj, 0, S));
-      cudaGraphExec_t e = fed_graph_for(metas.back().shape);
-      if (!e) return false;
-      execs.push_back(e);
       stride = std::max(stride, metas.back().words.size());
       all.rows.insert(all.rows.end(), wj.rows.begin(), wj.rows.end());
     }
-    book.accept(all);  // the rows of every step (their tokens set below, once known); throws with nothing changed
+    for (const cuda::WindowMeta& m : metas)
+      if (!gemms_timed.count({m.shape.rows, m.shape.out_rows})) return false;
     // Every later step's metadata goes up in one copy; a small kernel before each step's replay moves its
     // words into place with the previous step's picks as its tokens (the metadata's first words) and keeps
     // those picks, so the steps' picks come back in one copy too.
     const size_t n_later = size_t(steps - 1), kept_words = n_later * size_t(S);
     if (chain_meta_host.bytes() < n_later * stride * 4) {
+      fed_graphs.clear();  // recorded with the buffers replaced here
       chain_meta_host = cuda::PinnedBuffer(n_later * stride * 4, "chained window metadata");
       chain_meta_dev = cuda::DeviceBuffer(n_later * stride * 4, "chained window metadata");
     }
     if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4) {
+      fed_graphs.clear();
       chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
       chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
     }
+    // The later steps' graph (captured now, before anything is queued).
+    cudaGraphExec_t exec = fed_chain_for(metas, stride, S);
+    if (!exec) return false;
+    book.accept(all);  // the rows of every step (their tokens set below, once known); throws with nothing changed
     for (size_t j = 0; j < n_later; ++j)
       std::copy(metas[j].words.begin(), metas[j].words.end(), chain_meta_host.get<int32_t>() + j * stride);
     upload_tables(all);
@@ -748,11 +782,7 @@ struct CudaBackend::Impl {
     std::vector<RowResult> first(w0.rows.size());
     Launched l0 = launch_segment(all, 0, int(w0.rows.size()), &first);
     int32_t* kept = chain_picks_dev.get<int32_t>();  // [step 0 .. steps - 2][S]: each step's picks but the last's
-    for (size_t j = 0; j < n_later; ++j) {
-      cuda::launch_stage_chain_step(fwd.ws.meta, chain_meta_dev.get<int32_t>() + j * stride,
-                                    int(metas[j].words.size()), fwd.ws.picks, S, kept + j * size_t(S), stream);
-      STRATA_CUDA_CHECK(cudaGraphLaunch(execs[j], stream));
-    }
+    STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     // Every step's picks to the host in two copies: steps 0 .. steps - 2 as kept, the last step's after them.
     int32_t* host = chain_picks_host.get<int32_t>();
     STRATA_CUDA_CHECK(cudaMemcpyAsync(host, kept, kept_words * 4, cudaMemcpyDeviceToHost, stream));

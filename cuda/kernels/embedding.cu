@@ -38,6 +38,8 @@ __global__ void embedding_f32(const float* __restrict__ table, int hidden, const
 
 __global__ void stage_chain_step(int* __restrict__ meta, const int* __restrict__ staged, int words,
                                  const int* __restrict__ picks, int n, int* __restrict__ kept) {
+  pdl_wait();  // the picks are the previous window's
+  pdl_launch_dependents();
   for (int i = threadIdx.x; i < words; i += blockDim.x) meta[i] = i < n ? picks[i] : staged[i];
   for (int i = threadIdx.x; i < n; i += blockDim.x) kept[i] = picks[i];
 }
@@ -46,7 +48,7 @@ __global__ void stage_chain_step(int* __restrict__ meta, const int* __restrict__
 
 void launch_stage_chain_step(int* meta, const int* staged, int words, const int* picks, int n, int* kept,
                              cudaStream_t stream) {
-  stage_chain_step<<<1, 256, 0, stream>>>(meta, staged, words, picks, n, kept);
+  launch_kernel(stage_chain_step, 1, 256, 0, stream, meta, staged, words, picks, n, kept);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
