@@ -400,16 +400,12 @@ struct CudaBackend::Impl {
                  book.limits().slots, opts.max_context, opts.max_window_rows, opts.max_output_rows);
   }
 
-  // The window graph of a shape: its first node copies the metadata from meta_host (copy_meta), or it reads
-  // what the stream put in the workspace before the replay (the chained windows of run_chain, whose picks are
-  // all argmaxes: their graphs leave out the seeded-draw and logprob kernels).
-  std::unique_ptr<Graph> capture_graph(const cuda::WindowShape& shape, size_t meta_bytes, bool copy_meta) {
+  // One graph of what `record` queues on the stream, captured and instantiated; a capture that throws is ended
+  // and dropped.
+  std::unique_ptr<Graph> capture(const std::function<void()>& record) {
     STRATA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
-      // The first node copies this replay's metadata: replays read whatever the pinned block holds then.
-      if (copy_meta)
-        STRATA_CUDA_CHECK(cudaMemcpyAsync(fwd.ws.meta, meta_host.get(), meta_bytes, cudaMemcpyHostToDevice, stream));
-      cuda::record_forward(fwd, shape, stream, copy_meta);  // chained steps' rows are greedy: no draw kernels
+      record();
     } catch (...) {
       cudaGraph_t broken = nullptr;
       cudaStreamEndCapture(stream, &broken);
@@ -424,6 +420,15 @@ struct CudaBackend::Impl {
     cudaGraphDestroy(g);
     STRATA_CUDA_CHECK(e);
     return graph;
+  }
+
+  // The window graph of a shape: its first node copies this replay's metadata from meta_host (replays read
+  // whatever the pinned block holds then).
+  std::unique_ptr<Graph> capture_graph(const cuda::WindowShape& shape, size_t meta_bytes) {
+    return capture([&] {
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(fwd.ws.meta, meta_host.get(), meta_bytes, cudaMemcpyHostToDevice, stream));
+      cuda::record_forward(fwd, shape, stream);
+    });
   }
 
   // The later steps of a chain as one graph: for each step, the kernel that stages its metadata from the
@@ -445,26 +450,13 @@ struct CudaBackend::Impl {
     if (it != fed_graphs.end()) return it->second->exec;
     if (fed_graphs.size() >= kMaxGraphs) fed_graphs.clear();
     int32_t* kept = chain_picks_dev.get<int32_t>();
-    STRATA_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
+    auto graph = capture([&] {
       for (size_t j = 0; j < metas.size(); ++j) {
         cuda::launch_stage_chain_step(fwd.ws.meta, chain_meta_dev.get<int32_t>() + j * stride,
                                       int(metas[j].words.size()), fwd.ws.picks, S, kept + j * size_t(S), stream);
         cuda::record_forward(fwd, metas[j].shape, stream, false);  // chained steps' rows are greedy: no draws
       }
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      cudaStreamEndCapture(stream, &broken);
-      if (broken) cudaGraphDestroy(broken);
-      (void)cudaGetLastError();
-      throw;
-    }
-    cudaGraph_t g = nullptr;
-    STRATA_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-    auto graph = std::make_unique<Graph>();
-    const cudaError_t e = cudaGraphInstantiate(&graph->exec, g, 0);
-    cudaGraphDestroy(g);
-    STRATA_CUDA_CHECK(e);
+    });
     return fed_graphs.emplace(std::move(key), std::move(graph)).first->second->exec;
   }
 
@@ -483,7 +475,7 @@ struct CudaBackend::Impl {
       STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
       gemms_timed.insert(gemm_rows);
     }
-    return graphs.emplace(shape, capture_graph(shape, meta_bytes, true)).first->second->exec;
+    return graphs.emplace(shape, capture_graph(shape, meta_bytes)).first->second->exec;
   }
 
   // Captures the graph of each decode window shape: B rows of one token each, B up to the slots (and the rows
@@ -754,8 +746,6 @@ struct CudaBackend::Impl {
       stride = std::max(stride, metas.back().words.size());
       all.rows.insert(all.rows.end(), wj.rows.begin(), wj.rows.end());
     }
-    for (const cuda::WindowMeta& m : metas)
-      if (!gemms_timed.count({m.shape.rows, m.shape.out_rows})) return false;
     // Every later step's metadata goes up in one copy; a small kernel before each step's replay moves its
     // words into place with the previous step's picks as its tokens (the metadata's first words) and keeps
     // those picks, so the steps' picks come back in one copy too.
