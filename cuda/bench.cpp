@@ -184,7 +184,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--gemv-chain on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -197,6 +197,7 @@ int run_bench_command(int argc, char** argv) {
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
+  bool gemv_chain = CudaBackendOptions{}.gemv_chain;
   int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
   bool attention_short_tiles = CudaBackendOptions{}.attention_short_tiles;
   bool attention_prompt_flash = CudaBackendOptions{}.attention_prompt_flash;
@@ -249,6 +250,9 @@ int run_bench_command(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
       if (!parse_on_off(argv[++i], &fused_gemv)) return usage(name);  // one-row GEMM windows on the fused GEMV
                                                                       // instead of cuBLAS and the small kernels
+    } else if (!std::strcmp(argv[i], "--gemv-chain") && has_value) {
+      if (!parse_on_off(argv[++i], &gemv_chain)) return usage(name);  // a one-row window's layer tail as one
+                                                                      // kernel (launch_gemv_chain)
     } else if (!std::strcmp(argv[i], "--fused-gemv-rows") && has_value) {
       if (!parse_int(argv[++i], 0, &fused_gemv_rows)) return usage(name);  // windows of up to N rows on it (the
                                                                            // server with speculation: 16)
@@ -321,6 +325,7 @@ int run_bench_command(int argc, char** argv) {
     o.fused_gemv = fused_gemv;
     o.fused_gemv_rows = fused_gemv_rows;
     o.fused_row_attention = fused_row_attention;
+    o.gemv_chain = gemv_chain;
     o.attention_tc_lean = attention_tc_lean;
     o.attention_short_tiles = attention_short_tiles;
     o.attention_prompt_flash = attention_prompt_flash;
@@ -357,6 +362,8 @@ int run_bench_command(int argc, char** argv) {
     for (int B : runs) {
       std::vector<SlotId> slots;
       std::vector<TokenId> lasts;
+      // FNV-1a over every pick, so that two builds or options that should decode alike can be compared.
+      uint64_t picks_hash = 1469598103934665603ull;
       for (int b = 0; b < B; ++b) {
         const SlotId sb = b == 0 ? slot : be.open_slot();
         if (b == 0) be.reset_slot(sb);
@@ -377,7 +384,10 @@ int run_bench_command(int argc, char** argv) {
           w.rows.push_back(r);
         }
         const auto res = be.run_window(w);
-        for (int b = 0; b < B; ++b) lasts[size_t(b)] = res[size_t(b)].pick;
+        for (int b = 0; b < B; ++b) {
+          lasts[size_t(b)] = res[size_t(b)].pick;
+          picks_hash = (picks_hash ^ uint64_t(uint32_t(res[size_t(b)].pick))) * 1099511628211ull;
+        }
       };
       step(prompt);  // captures this batch's graph
       const auto tb = clock_type::now();
@@ -388,9 +398,9 @@ int run_bench_command(int argc, char** argv) {
       profiled(tokens);
       const double sb = seconds_since(tb);
       const double win_s = double(tokens - 1) / sb;
-      std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f %s=%.3f roofline_fraction=%.3f\n", B, prompt,
-                  tokens, win_s * B, B == 1 ? "ms_per_token" : "ms_per_window", 1e3 * sb / (tokens - 1),
-                  bytes_per_token * win_s / bw);
+      std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f %s=%.3f roofline_fraction=%.3f picks_fnv=%016llx\n",
+                  B, prompt, tokens, win_s * B, B == 1 ? "ms_per_token" : "ms_per_window", 1e3 * sb / (tokens - 1),
+                  bytes_per_token * win_s / bw, static_cast<unsigned long long>(picks_hash));
       for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
     }
 

@@ -241,6 +241,7 @@ struct CudaBackend::Impl {
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
+        {2 * 4, reinterpret_cast<void**>(&ws.grid_barrier)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
     size_t total = 0;
@@ -254,6 +255,7 @@ struct CudaBackend::Impl {
     ws.in16 = in16;
     ws.max_splits = max_splits;
     STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
+    STRATA_CUDA_CHECK(cudaMemset(ws.grid_barrier, 0, 2 * 4));                        // launch_gemv_chain
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     gemm = std::make_unique<cuda::Gemm>(cublas, stream, cublas_ws.get(), cublas_ws.bytes(), opts.gemm_autotune);
@@ -346,6 +348,7 @@ struct CudaBackend::Impl {
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_gemv_rows = opts.fused_gemv_rows;
     fwd.fused_row_attention = opts.fused_row_attention;
+    fwd.gemv_chain = cuda::env_int("STRATA_GEMV_CHAIN", 0, 1, opts.gemv_chain ? 1 : 0) != 0;
     fwd.device_logprobs = opts.device_logprobs;
     // The skinny kernel's norm and residual folds (MatvecFold) save a launch each but add a short epilogue to
     // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one

@@ -98,6 +98,12 @@ struct CudaBackendOptions {
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   bool fused_row_attention = false;
+  // One-row windows on the fused GEMV run each layer's o, gate/up and down matmuls and the next normed matmul
+  // (q/k/v or the LM head) as one kernel with grid barriers between them (launch_gemv_chain), with the bits
+  // of the separate launches; false: four launches. Off until it has been timed on a GPU
+  // (docs/PERFORMANCE.md); STRATA_GEMV_CHAIN=0|1 overrides it, so a server or `strata bench spec` can be
+  // compared both ways.
+  bool gemv_chain = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;

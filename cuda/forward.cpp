@@ -76,8 +76,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     throw Error("cuda forward: a window with flash tiles needs the tensor-core attention and flash attention");
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
-  auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
+  auto gemv_params = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
+                         const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
     GemvParams g;
     g.w = m.ptr;
     g.n = n;
@@ -90,8 +90,16 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
-    launch_gemv(g, stream);
+    return g;
   };
+  auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
+                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
+    launch_gemv(gemv_params(m, n, x, norm, ep, bias, y, rows, x_rows), stream);
+  };
+  // A one-row window's layer tail (o, gate/up, down and the next normed matmul) as one kernel with grid
+  // barriers between the matmuls (launch_gemv_chain): the same bits as the four launches, three fewer kernel
+  // boundaries a layer.
+  const bool chain = gemv && T == 1 && ctx.gemv_chain && ws.grid_barrier != nullptr;
 
   MatvecFold normed;  // a matmul whose input is the residual launch's xn_out
   normed.ss_in = ws.ss;
@@ -152,7 +160,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     KvLayout kv = ctx.kv;
     kv.layer_offset = l * ctx.kv_layer_stride;
 
-    if (gemv)
+    if (gemv && (!chain || l == 0))  // on the chain, the previous layer's tail ran this layer's q/k/v
       fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
     else if (fold && l > 0)
       launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
@@ -178,6 +186,22 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
         }
       } else
         launch_attention(ap, stream);
+    }
+    if (chain) {
+      GemvParams ph[kGemvChainMax];
+      int n = 0;
+      ph[n++] = gemv_params(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
+      ph[n++] = gemv_params(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
+      ph[n++] = gemv_params(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
+      if (l + 1 < w.layers.size()) {
+        const DeviceLayer& next = w.layers[l + 1];
+        ph[n++] = gemv_params(next.wqkv, next.wqkv.rows, ws.x, next.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+      } else if (R > 0) {  // the output row, normed on the way in
+        ph[n++] = gemv_params(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits,
+                              R, out_rows);
+      }
+      launch_gemv_chain(ph, n, ws.grid_barrier, stream);
+      continue;
     }
     if (gemv) {
       fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
@@ -214,8 +238,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (ctx.device_logprobs)
       launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
   };
-  if (gemv) {  // the output rows, normed on the way in
-    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows);
+  if (gemv) {  // the output rows, normed on the way in (by the last layer's tail on the chain)
+    if (!chain) fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows);
     answer_rows();
     return;
   }

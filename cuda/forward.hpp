@@ -33,6 +33,7 @@ struct Workspace {
   float* ss = nullptr;       // [T][ceil(hidden / 16)]: partial sums of squares of x (MatvecFold)
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
   int* attn_counters = nullptr;  // [n_heads]: launch_attention_row's split counters
+  unsigned* grid_barrier = nullptr;  // [2], zeroed: launch_gemv_chain's barrier
   int max_splits = 0;
 };
 
@@ -52,6 +53,7 @@ struct ForwardContext {
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
   int fused_gemv_rows = 0;      // CudaBackendOptions::fused_gemv_rows
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
+  bool gemv_chain = false;           // CudaBackendOptions::gemv_chain
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
 };

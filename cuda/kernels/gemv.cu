@@ -66,17 +66,21 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j). A block serves up to RT rows
 // of the window, p.rows_per_block of them from row blockIdx.y * p.rows_per_block on.
-template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
-__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
-  extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
-  __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
+// One block's part of a launch, as block `bx` of its grid (the chain kernel's blocks past a phase's grid have no
+// part and return at once). wait() is what orders the activations' reads after their writer: pdl_wait() for a
+// kernel of its own, the grid barrier inside the chain kernel; the first two weight buffers go out before it.
+// Activations and the residual row are read through the L2 (ld.global.cg): inside the chain kernel another
+// SM wrote them since this SM may have cached an older copy in its L1.
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT, class Wait>
+__device__ __forceinline__ void gemv_block(const GemvParams& p, int tasks_per_warp, int bx, int by, float4* xs,
+                                           float (*row_sums)[32], Wait wait) {
   constexpr int U = kLoads / NR;
   static_assert(kLoads % NR == 0, "a task's rows share the buffer's loads");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int k = p.k;
   const int chunks = (k + kChunk - 1) / kChunk;
   const int steps = (chunks + U - 1) / U;
-  const int t0 = (blockIdx.x * kWarps + warp) * tasks_per_warp;
+  const int t0 = (bx * kWarps + warp) * tasks_per_warp;
   const int t1 = min(p.n, t0 + tasks_per_warp);
   const int total = max(0, t1 - t0) * steps;
   const __nv_bfloat16* w = static_cast<const __nv_bfloat16*>(p.w);
@@ -96,14 +100,14 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   uint4 A[NR][U], B[NR][U];
   if (total > 0) issue(0, A);
   if (total > 1) issue(1, B);
-  pdl_wait();  // the activations are the previous kernel's output
-  pdl_launch_dependents();
+  wait();
+  if (bx * kWarps * tasks_per_warp >= p.n) return;  // no task in this block (the same for all its threads)
 
   // Stage the rows (zeros past k up to the last chunk), each normed in place when asked. The rows' loads, sums
   // and reductions run side by side; each row's arithmetic is the one-row kernel's (block_sum's tree, row by
   // row).
   const int groups = chunks * (kChunk / 4), real = k / 4;
-  const int r0 = blockIdx.y * p.rows_per_block;
+  const int r0 = by * p.rows_per_block;
   const int nr = min(p.rows_per_block, p.rows - r0);
   const float4* x4[RT];
 #pragma unroll
@@ -118,7 +122,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     float4 v[RT];
 #pragma unroll
     for (int r = 0; r < RT; ++r)
-      v[r] = r < nr && g < real ? x4[r][g] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      v[r] = r < nr && g < real ? __ldcg(x4[r] + g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       if (r < nr) {
@@ -196,7 +200,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
         y[task] = mine[0];
       } else if (EP == GemvEpilogue::Residual) {
         const float d = p.bias ? __fadd_rn(mine[0], p.bias[task]) : mine[0];
-        y[task] = __fadd_rn(y[task], d);
+        y[task] = __fadd_rn(__ldcg(y + task), d);
       } else {
         const float g = mine[0], u = mine[NR - 1];
         y[task] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
@@ -231,6 +235,72 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
       if (s + 3 < total) issue(s + 3, B);
     }
   }
+}
+
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
+  extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
+  __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
+  gemv_block<NR, EP, NORM, kWarps, kLoads, RT>(p, tasks_per_warp, blockIdx.x, blockIdx.y, xs, row_sums, [] {
+    pdl_wait();  // the activations are the previous kernel's output
+    pdl_launch_dependents();
+  });
+}
+
+// A barrier over every block of the grid, reusable without a reset (count, then generation): the last block to
+// arrive clears the count and bumps the generation the others wait on. Each block's writes before it are
+// visible to every block after it (bar.sync, then a gpu-scope fence and atomic by thread 0, acquire loads on
+// the other side). Only for a grid whose blocks are all resident at once: the chain kernel's one block an SM.
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void grid_barrier(unsigned* bar) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned gen = ld_acquire(bar + 1);
+    __threadfence();
+    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+      atomicExch(bar, 0u);
+      __threadfence();
+      atomicAdd(bar + 1, 1u);
+    } else {
+      while (ld_acquire(bar + 1) == gen) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+struct GemvChainParams {
+  GemvParams ph[kGemvChainMax];
+  int tpw[kGemvChainMax];
+  int n = 0;
+  unsigned* barrier = nullptr;
+};
+
+// A layer's tail as one kernel: the o projection with the residual add, gate/up with the MLP norm and SwiGLU,
+// down with the residual add, then (when there is one) the next matmul that starts with a norm, the next
+// layer's q/k/v or the LM head. Each phase is gemv_block with the layout and task split a launch of its own
+// would take at this block size, so its outputs have that launch's bits; between phases a grid barrier
+// replaces the kernel boundary, and each phase's first weight buffers go out before it, while the SM waits
+// for the slowest block of the phase before.
+template <int kWarps, int kLoads>
+__global__ void __launch_bounds__(kWarps * 32, 1) gemv_chain_kernel(const __grid_constant__ GemvChainParams c) {
+  extern __shared__ float4 xs[];
+  __shared__ float row_sums[1][32];
+  const int bx = blockIdx.x;
+  auto bar = [&] { grid_barrier(c.barrier); };
+  gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[0], c.tpw[0], bx, 0, xs, row_sums, [] {
+    pdl_wait();
+    pdl_launch_dependents();
+  });
+  gemv_block<2, GemvEpilogue::Swiglu, true, kWarps, kLoads, 1>(c.ph[1], c.tpw[1], bx, 0, xs, row_sums, bar);
+  gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[2], c.tpw[2], bx, 0, xs, row_sums, bar);
+  if (c.n > 3) gemv_block<1, GemvEpilogue::Store, true, kWarps, kLoads, 1>(c.ph[3], c.tpw[3], bx, 0, xs, row_sums, bar);
 }
 
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
@@ -312,11 +382,22 @@ void configure_one() {
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock>, attr, int(kSmemMax)));
 }
 
+// STRATA_GEMV_CHAIN_LOADS (6 or 8), read once: the chain kernel's 16-byte weight loads a lane a buffer, for
+// measurements. 6 by default: with the four phases in one kernel, 8 (the single launches' layout) spills at
+// the 128 registers a thread that 16 warps an SM allow, 6 does not. It changes no bits.
+int chain_loads() {
+  static const int v = env_int("STRATA_GEMV_CHAIN_LOADS", 6, 8, 6);
+  return v >= 8 ? 8 : 6;
+}
+
 }  // namespace
 
 bool gemv_supports(int k) { return k > 0 && k % 8 == 0 && smem_for(k) <= kSmemMax; }
 
 void configure_gemv() {
+  const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_chain_kernel<16, 8>, attr, int(kSmemMax)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_chain_kernel<16, 6>, attr, int(kSmemMax)));
   configure_one<1, GemvEpilogue::Store, false>();
   configure_one<1, GemvEpilogue::Store, true>();
   configure_one<1, GemvEpilogue::Residual, false>();
@@ -342,6 +423,45 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
            : launch_one<2, GemvEpilogue::Swiglu, false>(p, stream);
       break;
   }
+}
+
+void check_gemv_chain(const GemvParams* ph, int n) {
+  auto bad = [](const std::string& why) { throw Error("gemv chain: " + why); };
+  if (n < 3 || n > kGemvChainMax) bad("takes 3 or 4 phases, found " + std::to_string(n));
+  const GemvEpilogue want[kGemvChainMax] = {GemvEpilogue::Residual, GemvEpilogue::Swiglu, GemvEpilogue::Residual,
+                                            GemvEpilogue::Store};
+  const bool normed[kGemvChainMax] = {false, true, false, true};
+  for (int i = 0; i < n; ++i) {
+    const GemvParams& p = ph[i];
+    const std::string at = "phase " + std::to_string(i);
+    if (p.ep != want[i] || (p.norm != nullptr) != normed[i])
+      bad(at + " is not the layer tail's (o + residual, normed gate/up + SwiGLU, down + residual, normed store)");
+    if (p.rows != 1) bad(at + " has " + std::to_string(p.rows) + " rows; the chain takes one-row windows");
+    if (p.n <= 0) bad(at + " has no outputs");
+    if (!gemv_supports(p.k)) bad(at + ": inner dimension " + std::to_string(p.k) + " cannot be staged");
+  }
+}
+
+void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream) {
+  check_gemv_chain(ph, n);
+  if (!barrier) throw Error("gemv chain: no barrier words");
+  GemvChainParams c;
+  c.n = n;
+  c.barrier = barrier;
+  constexpr int warps = 16;
+  size_t smem = 0;
+  for (int i = 0; i < n; ++i) {
+    c.ph[i] = ph[i];
+    c.ph[i].rows_per_block = 1;
+    plan_blocks(ph[i].n, warps, &c.tpw[i]);
+    smem = std::max(smem, smem_for(ph[i].k));
+  }
+  // One block an SM, all resident at once (the grid barrier needs it): plan_blocks never asks for more.
+  if (chain_loads() == 8)
+    launch_kernel(gemv_chain_kernel<warps, 8>, dim3(sm_count()), dim3(warps * 32), smem, stream, c);
+  else
+    launch_kernel(gemv_chain_kernel<warps, 6>, dim3(sm_count()), dim3(warps * 32), smem, stream, c);
+  STRATA_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace cuda

@@ -215,6 +215,14 @@ bool gemv_supports(int k);
 void configure_gemv();
 // Throws strata::Error for an unsupported k or a norm with the Residual epilogue.
 void launch_gemv(const GemvParams& p, cudaStream_t stream);
+// A one-row window's layer tail as one kernel (gemv.cu): ph[0] the o projection (Residual), ph[1] gate/up
+// (Swiglu, normed), ph[2] down (Residual), and optionally ph[3] the next normed Store (the next layer's q/k/v,
+// or the LM head), each giving the bits launch_gemv gives it, with grid barriers in place of kernel
+// boundaries. barrier: two zeroed words of device memory, reused by every launch on the stream (the barrier
+// leaves them ready for the next). check_gemv_chain throws strata::Error naming what does not fit.
+constexpr int kGemvChainMax = 4;
+void check_gemv_chain(const GemvParams* ph, int n);
+void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream);
 
 // For rows whose spec asks (kPickLogprobsWord), engine/sampling's compute_logprobs of the row's logits for
 // its pick (picks[r], run after the picks are final) into out[r][kLogprobWords] (see logprobs.cu). Nothing

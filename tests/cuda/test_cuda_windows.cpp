@@ -71,6 +71,44 @@ TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T singl
   }
 }
 
+TEST_CASE("one-row windows on the GEMV chain give the bits of the fused GEMV's separate launches") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  // The server's decode path without speculation (every window of 2+ rows on cuBLAS, single rows on the fused
+  // GEMV), with each layer's tail as one kernel (gemv_chain) or as four launches. The fixtures' matrices fill
+  // a few blocks (most of the chain's grid idles through every phase); strata-tiny's fill 32-128.
+  std::vector<std::string> dirs;
+  for (const char* name : {"llama", "qwen3"}) dirs.push_back(models_dir() + "/" + name);
+  dirs.push_back(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
+  const DType kv = GENERATE(DType::F32, DType::BF16);
+  for (const std::string& dir : dirs) {
+    DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " kv " << dtype_name(kv)) {
+      auto model = load_model(dir);
+      if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;
+      const int n = 24, prefix = 6;
+      const auto tokens = prompt_tokens(n, model->config.vocab_size, 5);
+      std::vector<std::vector<RowResult>> runs;
+      for (bool chain : {false, true}) {
+        CudaBackendOptions o = small_options(1, 64, kv);
+        o.gemm_min_rows = 1;
+        o.gemv_chain = chain;
+        CudaBackend be(*model, o);
+        const SlotId s = be.open_slot();
+        be.set_sampling(s, SamplingParams{0.0f});
+        std::vector<RowResult> got = be.run_window(chunk(s, tokens, 0, prefix, true));
+        for (int i = prefix; i < n; ++i)
+          got.push_back(be.run_window(Window{{row(s, tokens[size_t(i)], i, true, true)}})[0]);
+        runs.push_back(std::move(got));
+      }
+      REQUIRE(runs[0].size() == runs[1].size());
+      for (size_t i = 0; i < runs[0].size(); ++i) {
+        INFO("position " << i);
+        CHECK(same_bits(runs[1][i].logits, runs[0][i].logits));
+        CHECK(runs[1][i].pick == runs[0][i].pick);
+      }
+    }
+  }
+}
+
 TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and history of its steps run as windows") {
   REQUIRE(CudaBackend::device_count() > 0);
   // The default options (steps on the skinny kernel), and a draft model's backend in the server (steps and

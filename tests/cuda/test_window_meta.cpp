@@ -1,6 +1,8 @@
 // Host-side pieces of the CUDA backend that need no GPU (tagged [host]; `test_cuda "[host]"` runs them on any
 // machine): how a window becomes graph metadata — attention query tiles, output rows, the shape a graph is
 // captured for — and the shape checks kernels make before launching.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -130,6 +132,40 @@ TEST_CASE("the fused GEMV refuses an inner dimension it cannot stage and a norm 
   p.norm = &norm;
   p.ep = GemvEpilogue::Residual;
   CHECK_THROWS_WITH(launch_gemv(p, nullptr), Contains("residual epilogue takes no input norm"));
+}
+
+TEST_CASE("the GEMV chain refuses phases that are not a one-row layer tail, naming the phase", "[host]") {
+  float norm = 1.0f;
+  GemvParams ph[kGemvChainMax];
+  const GemvEpilogue eps[kGemvChainMax] = {GemvEpilogue::Residual, GemvEpilogue::Swiglu, GemvEpilogue::Residual,
+                                           GemvEpilogue::Store};
+  for (int i = 0; i < kGemvChainMax; ++i) {
+    ph[i].n = 64;
+    ph[i].k = 64;
+    ph[i].ep = eps[i];
+    ph[i].norm = i % 2 ? &norm : nullptr;
+  }
+  CHECK_NOTHROW(check_gemv_chain(ph, 4));
+  CHECK_NOTHROW(check_gemv_chain(ph, 3));
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 2), Contains("takes 3 or 4 phases, found 2"));
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 5), Contains("takes 3 or 4 phases, found 5"));
+  GemvParams bad[kGemvChainMax];
+  std::copy(ph, ph + kGemvChainMax, bad);
+  bad[1].norm = nullptr;  // gate/up without the MLP norm
+  CHECK_THROWS_WITH(check_gemv_chain(bad, 4), Contains("phase 1 is not the layer tail's"));
+  std::copy(ph, ph + kGemvChainMax, bad);
+  bad[3].ep = GemvEpilogue::Residual;
+  CHECK_THROWS_WITH(check_gemv_chain(bad, 4), Contains("phase 3 is not the layer tail's"));
+  std::copy(ph, ph + kGemvChainMax, bad);
+  bad[2].rows = 2;
+  CHECK_THROWS_WITH(check_gemv_chain(bad, 4), Contains("phase 2 has 2 rows; the chain takes one-row windows"));
+  std::copy(ph, ph + kGemvChainMax, bad);
+  bad[0].k = 12;
+  CHECK_THROWS_WITH(check_gemv_chain(bad, 4), Contains("phase 0: inner dimension 12 cannot be staged"));
+  std::copy(ph, ph + kGemvChainMax, bad);
+  bad[3].n = 0;
+  CHECK_THROWS_WITH(check_gemv_chain(bad, 4), Contains("phase 3 has no outputs"));
+  CHECK_THROWS_WITH(launch_gemv_chain(ph, 4, nullptr, nullptr), Contains("no barrier words"));
 }
 
 TEST_CASE("a device pick's spec words carry the settings sample.cu reads", "[host]") {
