@@ -456,7 +456,15 @@ void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStrea
     plan_blocks(ph[i].n, warps, &c.tpw[i]);
     smem = std::max(smem, smem_for(ph[i].k));
   }
-  // One block an SM, all resident at once (the grid barrier needs it): plan_blocks never asks for more.
+  // One block an SM, all resident at once (the grid barrier needs it): plan_blocks never asks for more, and
+  // each kernel's occupancy is checked once (a block that cannot be resident would hang the barrier).
+  static const bool fits = [] {
+    int a = 0, b = 0;
+    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, gemv_chain_kernel<warps, 8>, warps * 32, kSmemMax));
+    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, gemv_chain_kernel<warps, 6>, warps * 32, kSmemMax));
+    return a >= 1 && b >= 1;
+  }();
+  if (!fits) throw Error("gemv chain: a block of the chain kernel does not fit on an SM");
   if (chain_loads() == 8)
     launch_kernel(gemv_chain_kernel<warps, 8>, dim3(sm_count()), dim3(warps * 32), smem, stream, c);
   else
