@@ -100,6 +100,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // barriers between the matmuls (launch_gemv_chain): the same bits as the four launches, three fewer kernel
   // boundaries a layer.
   const bool chain = gemv && T == 1 && ctx.gemv_chain && ws.grid_barrier != nullptr;
+  // ... and with the next layer's q/k norm, RoPE and KV store in it too (unless the one-row attention kernel
+  // does those): the layer's launches are then the chain, attention and its split merge.
+  const bool chain_rope = chain && !row_attention;
 
   MatvecFold normed;  // a matmul whose input is the residual launch's xn_out
   normed.ss_in = ws.ss;
@@ -175,7 +178,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (row_attention) {
       launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
     } else {
-      launch_qkv_rope(ws.qkv, T, qp, stream);
+      if (!chain_rope || l == 0) launch_qkv_rope(ws.qkv, T, qp, stream);  // else the previous layer's tail did
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {
@@ -193,14 +196,21 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       ph[n++] = gemv_params(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
       ph[n++] = gemv_params(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
       ph[n++] = gemv_params(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
+      QkvRopeParams next_qp = qp;  // the next layer's
       if (l + 1 < w.layers.size()) {
         const DeviceLayer& next = w.layers[l + 1];
         ph[n++] = gemv_params(next.wqkv, next.wqkv.rows, ws.x, next.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+        next_qp.qkv_rem = nullptr;
+        next_qp.bias = next.bqkv;
+        next_qp.q_norm = next.q_norm;
+        next_qp.k_norm = next.k_norm;
+        next_qp.kv.layer_offset = (l + 1) * ctx.kv_layer_stride;
       } else if (R > 0) {  // the output row, normed on the way in
         ph[n++] = gemv_params(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits,
                               R, out_rows);
       }
-      launch_gemv_chain(ph, n, ws.grid_barrier, stream);
+      const bool rope_here = chain_rope && l + 1 < w.layers.size();
+      launch_gemv_chain(ph, n, ws.grid_barrier, stream, rope_here ? &next_qp : nullptr);
       continue;
     }
     if (gemv) {

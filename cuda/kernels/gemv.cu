@@ -27,6 +27,7 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
+#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -280,6 +281,8 @@ struct GemvChainParams {
   int tpw[kGemvChainMax];
   int n = 0;
   unsigned* barrier = nullptr;
+  QkvRopeParams rope;          // with rope_qkv: the q/k/v the last phase wrote, prepared as launch_qkv_rope does
+  float* rope_qkv = nullptr;
 };
 
 // A layer's tail as one kernel: the o projection with the residual add, gate/up with the MLP norm and SwiGLU,
@@ -301,6 +304,15 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemv_chain_kernel(const __grid
   gemv_block<2, GemvEpilogue::Swiglu, true, kWarps, kLoads, 1>(c.ph[1], c.tpw[1], bx, 0, xs, row_sums, bar);
   gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[2], c.tpw[2], bx, 0, xs, row_sums, bar);
   if (c.n > 3) gemv_block<1, GemvEpilogue::Store, true, kWarps, kLoads, 1>(c.ph[3], c.tpw[3], bx, 0, xs, row_sums, bar);
+  if (c.rope_qkv) {  // a block a head, as launch_qkv_rope's one-row windows (group 1) run them
+    bar();
+    float* out = reinterpret_cast<float*>(xs);
+    const int heads = c.rope.n_heads + 2 * c.rope.n_kv_heads;
+    for (int h = bx; h < heads; h += gridDim.x) {
+      qkv_rope_block(c.rope_qkv, c.rope, 0, h, 1, c.rope.n_heads, c.rope.n_kv_heads, out, out + kQkvMaxHeadDim);
+      __syncthreads();
+    }
+  }
 }
 
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
@@ -425,7 +437,7 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   }
 }
 
-void check_gemv_chain(const GemvParams* ph, int n) {
+void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope) {
   auto bad = [](const std::string& why) { throw Error("gemv chain: " + why); };
   if (n < 3 || n > kGemvChainMax) bad("takes 3 or 4 phases, found " + std::to_string(n));
   const GemvEpilogue want[kGemvChainMax] = {GemvEpilogue::Residual, GemvEpilogue::Swiglu, GemvEpilogue::Residual,
@@ -440,16 +452,33 @@ void check_gemv_chain(const GemvParams* ph, int n) {
     if (p.n <= 0) bad(at + " has no outputs");
     if (!gemv_supports(p.k)) bad(at + ": inner dimension " + std::to_string(p.k) + " cannot be staged");
   }
+  if (rope) {
+    if (n != kGemvChainMax) bad("the RoPE step follows a q/k/v phase, and there are only " + std::to_string(n) +
+                                " phases");
+    const int want = (rope->n_heads + 2 * rope->n_kv_heads) * rope->head_dim;
+    if (rope->n_heads <= 0 || rope->n_kv_heads <= 0)
+      bad("the RoPE step has " + std::to_string(rope->n_heads) + " q and " + std::to_string(rope->n_kv_heads) +
+          " kv heads");
+    if (ph[3].n != want)
+      bad("the last phase writes " + std::to_string(ph[3].n) + " values a row, not the " + std::to_string(want) +
+          " of the RoPE step's heads");
+    check_qkv_rope(*rope);
+  }
 }
 
-void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream) {
-  check_gemv_chain(ph, n);
+void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream,
+                       const QkvRopeParams* rope) {
+  check_gemv_chain(ph, n, rope);
   if (!barrier) throw Error("gemv chain: no barrier words");
   GemvChainParams c;
   c.n = n;
   c.barrier = barrier;
+  if (rope) {
+    c.rope = *rope;
+    c.rope_qkv = ph[3].y;
+  }
   constexpr int warps = 16;
-  size_t smem = 0;
+  size_t smem = rope ? (kQkvMaxHeadDim + 32) * sizeof(float) : 0;
   for (int i = 0; i < n; ++i) {
     c.ph[i] = ph[i];
     c.ph[i].rows_per_block = 1;

@@ -220,9 +220,12 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream);
 // or the LM head), each giving the bits launch_gemv gives it, with grid barriers in place of kernel
 // boundaries. barrier: two zeroed words of device memory, reused by every launch on the stream (the barrier
 // leaves them ready for the next). check_gemv_chain throws strata::Error naming what does not fit.
+// rope (with 4 phases, the last the next layer's q/k/v): then launch_qkv_rope's work on that one row too, in
+// the same kernel after another barrier, with its bits.
 constexpr int kGemvChainMax = 4;
-void check_gemv_chain(const GemvParams* ph, int n);
-void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream);
+void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope = nullptr);
+void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream,
+                       const QkvRopeParams* rope = nullptr);
 
 // For rows whose spec asks (kPickLogprobsWord), engine/sampling's compute_logprobs of the row's logits for
 // its pick (picks[r], run after the picks are final) into out[r][kLogprobWords] (see logprobs.cu). Nothing

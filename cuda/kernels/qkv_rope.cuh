@@ -6,6 +6,10 @@
 #pragma once
 #include <cuda_bf16.h>
 
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
@@ -29,7 +33,8 @@ __device__ __forceinline__ void prepare_heads(const float* x, const float* xr, c
                                               float* out, int out_stride, float* inv) {
   for (int e = threadIdx.x; e < count * hd; e += blockDim.x) {
     const int t = e / hd, d = e - t * hd;
-    const float v = xr ? __fadd_rn(x[e], xr[e]) : x[e];
+    const float xe = __ldcg(x + e);  // through the L2: in the GEMV chain another SM wrote it in this kernel
+    const float v = xr ? __fadd_rn(xe, xr[e]) : xe;
     out[t * out_stride + d] = bias ? __fadd_rn(v, bias[e]) : v;
   }
   __syncthreads();
@@ -69,6 +74,53 @@ __device__ __forceinline__ size_t kv_head_at(const QkvRopeParams& p, int head, i
 __device__ __forceinline__ void store_kv(const KvLayout& kv, void* base, size_t i, float v) {
   if (kv.type == KvType::BF16) static_cast<__nv_bfloat16*>(base)[i] = to_bf16(v);
   else static_cast<float*>(base)[i] = v;
+}
+
+constexpr int kQkvMaxHeadDim = 256;
+constexpr int kQkvGroupHeads = 8;  // at most this many heads of one kind (q, k or v) a block prepares side by side
+
+inline void check_qkv_rope(const QkvRopeParams& p) {
+  if (p.head_dim > kQkvMaxHeadDim || p.head_dim % 2 != 0)
+    throw Error("cuda qkv_rope: head_dim " + std::to_string(p.head_dim) + " must be even and at most " +
+                std::to_string(kQkvMaxHeadDim));
+}
+
+// Row r's heads of group grp (`group` heads, at most kQkvGroupHeads): the q heads come in q_groups groups, then
+// the k heads and the v heads in kv_groups each, so a group never mixes kinds. Head h of a row starts at h *
+// head_dim in every kind (q | k | v are consecutive runs of heads). The heads are prepared side by side as
+// prepare_heads does it (bias, q/k norm, RoPE; each head's bits as if it were alone), then q goes back in
+// place and k and v into the KV cell the slot's block table gives for the row's position (kv_offset), rounded
+// to bf16 when the arena stores bf16. out: group * head_dim floats of shared memory, inv: group floats. Every
+// thread of the block calls it (launch_qkv_rope's blocks, and the GEMV chain's last phase).
+__device__ __forceinline__ void qkv_rope_block(float* qkv, const QkvRopeParams& p, int r, int grp, int group,
+                                               int q_groups, int kv_groups, float* out, float* inv) {
+  const int hd = p.head_dim, half = hd / 2;
+  const int q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  const bool is_q = grp < q_groups, is_k = !is_q && grp < q_groups + kv_groups;
+  const int first = is_q ? grp * group
+                    : is_k ? p.n_heads + (grp - q_groups) * group
+                           : p.n_heads + p.n_kv_heads + (grp - q_groups - kv_groups) * group;
+  const int end = is_q ? p.n_heads : is_k ? p.n_heads + p.n_kv_heads : p.n_heads + 2 * p.n_kv_heads;
+  const int count = min(group, end - first);
+  const int offset = first * hd;
+  float* x = qkv + size_t(r) * qkv_dim + offset;
+  const float* xr = p.qkv_rem ? p.qkv_rem + size_t(r) * qkv_dim + offset : nullptr;
+  const int pos = p.pos[r];
+  const int slot = p.slot[r];
+  const bool rotate = is_q || is_k;
+  prepare_heads(x, xr, p.bias ? p.bias + offset : nullptr, count, is_q ? p.q_norm : is_k ? p.k_norm : nullptr, p.eps,
+                rotate ? p.cos + size_t(pos) * half : nullptr, rotate ? p.sin + size_t(pos) * half : nullptr, hd,
+                out, hd, inv);
+  if (is_q) {
+    for (int e = threadIdx.x; e < count * hd; e += blockDim.x) x[e] = out[e];
+  } else {
+    void* base = is_k ? p.kv.k : p.kv.v;
+    for (int t = 0; t < count; ++t) {
+      const size_t at = kv_head_at(p, first + t, slot, pos);
+      for (int d = threadIdx.x; d < hd; d += blockDim.x) store_kv(p.kv, base, at + d, out[t * hd + d]);
+    }
+  }
 }
 
 }  // namespace cuda

@@ -166,6 +166,28 @@ TEST_CASE("the GEMV chain refuses phases that are not a one-row layer tail, nami
   bad[3].n = 0;
   CHECK_THROWS_WITH(check_gemv_chain(bad, 4), Contains("phase 3 has no outputs"));
   CHECK_THROWS_WITH(launch_gemv_chain(ph, 4, nullptr, nullptr), Contains("no barrier words"));
+  // The RoPE step: after a q/k/v phase whose rows hold exactly its heads, of a head_dim it supports.
+  QkvRopeParams rope;
+  rope.n_heads = 2;
+  rope.n_kv_heads = 1;
+  rope.head_dim = 16;
+  CHECK_NOTHROW(check_gemv_chain(ph, 4, &rope));
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 3, &rope), Contains("the RoPE step follows a q/k/v phase"));
+  rope.head_dim = 32;
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, &rope), Contains("the last phase writes 64 values a row, not the 128"));
+  rope.n_heads = 6;
+  rope.n_kv_heads = 1;
+  rope.head_dim = 8;
+  CHECK_NOTHROW(check_gemv_chain(ph, 4, &rope));
+  rope.n_heads = 0;
+  rope.n_kv_heads = 4;
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, &rope), Contains("the RoPE step has 0 q and 4 kv heads"));
+  rope.n_heads = 2;
+  rope.n_kv_heads = 1;
+  rope.head_dim = 16;
+  ph[3].n = 512 * 4;
+  rope.head_dim = 512;
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, &rope), Contains("head_dim 512 must be even and at most 256"));
 }
 
 TEST_CASE("a device pick's spec words carry the settings sample.cu reads", "[host]") {
