@@ -163,9 +163,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     KvLayout kv = ctx.kv;
     kv.layer_offset = l * ctx.kv_layer_stride;
 
-    if (gemv && (!chain || l == 0))  // on the chain, the previous layer's tail ran this layer's q/k/v
-      fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
-    else if (fold && l > 0)
+    if (gemv) {
+      if (!chain || l == 0)  // on the chain, the previous layer's tail ran this layer's q/k/v
+        fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+    } else if (fold && l > 0)
       launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
     else
       matmul(Ly.wqkv, ws.xn, ws.qkv);
