@@ -100,8 +100,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // barriers between the matmuls (launch_gemv_chain): the same bits as the four launches, three fewer kernel
   // boundaries a layer.
   const bool chain = gemv && T == 1 && ctx.gemv_chain && ws.grid_barrier != nullptr;
-  // ... and with the next layer's q/k norm, RoPE and KV store in it too (unless the one-row attention kernel
-  // does those): the layer's launches are then the chain, attention and its split merge.
+  // ... and with the next layer's q/k norm, RoPE and KV store in it too: the layer's launches are then the
+  // chain, attention and its split merge. With fused_row_attention the chain starts with the layer's one-row
+  // attention step instead (which prepares its own q, k and v), and a layer is one kernel.
   const bool chain_rope = chain && !row_attention;
 
   MatvecFold normed;  // a matmul whose input is the residual launch's xn_out
@@ -177,7 +178,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     qp.kv = kv;
     ap.kv = kv;
     if (row_attention) {
-      launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
+      if (!chain) launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);  // else the chain's first step
     } else {
       if (!chain_rope || l == 0) launch_qkv_rope(ws.qkv, T, qp, stream);  // else the previous layer's tail did
       if (flash)  // prompt windows (tolerance path): tensor cores
@@ -211,7 +212,13 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
                               R, out_rows);
       }
       const bool rope_here = chain_rope && l + 1 < w.layers.size();
-      launch_gemv_chain(ph, n, ws.grid_barrier, stream, rope_here ? &next_qp : nullptr);
+      RowAttention att;
+      att.qkv = ws.qkv;
+      att.qp = qp;
+      att.ap = ap;
+      att.counters = ws.attn_counters;
+      launch_gemv_chain(ph, n, ws.grid_barrier, stream, rope_here ? &next_qp : nullptr,
+                        row_attention ? &att : nullptr);
       continue;
     }
     if (gemv) {

@@ -27,6 +27,7 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
+#include "cuda/kernels/attention_row.cuh"
 #include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
@@ -283,7 +284,32 @@ struct GemvChainParams {
   unsigned* barrier = nullptr;
   QkvRopeParams rope;          // with rope_qkv: the q/k/v the last phase wrote, prepared as launch_qkv_rope does
   float* rope_qkv = nullptr;
+  RowAttention att;            // with att.qkv: launch_attention_row's step before the first phase
+  bool att_bf16 = false;
 };
+
+// The chain's first step when it carries the layer's attention: launch_attention_row's (head, split) items,
+// four side by side a block (a quarter of 128 threads each, held together by named barrier 1 + quarter), over
+// the whole grid; then the barrier that publishes their outputs.
+struct Nop {
+  __device__ void operator()() const {}
+};
+
+template <class T>
+__device__ __forceinline__ void chain_attention(const GemvChainParams& c, char* smem) {
+  static_assert(row_attn::kThreads == 128, "a chain block holds four items");
+  const int quarter = threadIdx.x >> 7, tid = threadIdx.x & 127;
+  const row_attn::Scratch sm = row_attn::carve(smem + size_t(quarter) * row_attn::kScratchBytes);
+  const int heads = c.att.ap.n_heads, items = heads * c.att.ap.grid_splits;
+  auto sync = [quarter] { asm volatile("bar.sync %0, 128;" ::"r"(1 + quarter) : "memory"); };
+  for (int it = blockIdx.x * 4 + quarter; it < items; it += gridDim.x * 4) {
+    // Fewer loads in flight than the kernel's (the same sums): the o projection's weight buffers hold registers.
+    row_attn::item<T, decltype(sync), Nop, 2, 2>(c.att.qkv, c.att.qp, c.att.ap, c.att.counters, it % heads,
+                                                 it / heads, tid, sm, sync, Nop{});
+    sync();  // the scratch is the next item's
+  }
+}
+
 
 // A layer's tail as one kernel: the o projection with the residual add, gate/up with the MLP norm and SwiGLU,
 // down with the residual add, then (when there is one) the next matmul that starts with a norm, the next
@@ -297,9 +323,14 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemv_chain_kernel(const __grid
   __shared__ float row_sums[1][32];
   const int bx = blockIdx.x;
   auto bar = [&] { grid_barrier(c.barrier); };
-  gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[0], c.tpw[0], bx, 0, xs, row_sums, [] {
+  gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[0], c.tpw[0], bx, 0, xs, row_sums, [&] {
     pdl_wait();
     pdl_launch_dependents();
+    if (c.att.qkv) {  // the o projection's first weights are in flight meanwhile
+      if (c.att_bf16) chain_attention<__nv_bfloat16>(c, reinterpret_cast<char*>(xs));
+      else chain_attention<float>(c, reinterpret_cast<char*>(xs));
+      grid_barrier(c.barrier);
+    }
   });
   gemv_block<2, GemvEpilogue::Swiglu, true, kWarps, kLoads, 1>(c.ph[1], c.tpw[1], bx, 0, xs, row_sums, bar);
   gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[2], c.tpw[2], bx, 0, xs, row_sums, bar);
@@ -437,7 +468,7 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   }
 }
 
-void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope) {
+void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope, const RowAttention* att) {
   auto bad = [](const std::string& why) { throw Error("gemv chain: " + why); };
   if (n < 3 || n > kGemvChainMax) bad("takes 3 or 4 phases, found " + std::to_string(n));
   const GemvEpilogue want[kGemvChainMax] = {GemvEpilogue::Residual, GemvEpilogue::Swiglu, GemvEpilogue::Residual,
@@ -464,11 +495,22 @@ void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope) {
           " of the RoPE step's heads");
     check_qkv_rope(*rope);
   }
+  if (att) {
+    if (rope) bad("takes the attention step or the RoPE step, not both");
+    const AttentionParams& a = att->ap;
+    if (!att->qkv || !att->counters) bad("the attention step needs q/k/v rows and split counters");
+    if (!attention_row_supports(a.n_heads, a.n_kv_heads, a.head_dim))
+      bad("the attention step does not take " + std::to_string(a.n_heads) + " heads over " +
+          std::to_string(a.n_kv_heads) + " KV heads of head_dim " + std::to_string(a.head_dim));
+    if (a.rows != 1 || a.grid_splits <= 0) bad("the attention step takes one row and at least one split");
+    if (a.out != ph[0].x || ph[0].k != a.n_heads * a.head_dim)
+      bad("the o projection does not read the attention step's output");
+  }
 }
 
 void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream,
-                       const QkvRopeParams* rope) {
-  check_gemv_chain(ph, n, rope);
+                       const QkvRopeParams* rope, const RowAttention* att) {
+  check_gemv_chain(ph, n, rope, att);
   if (!barrier) throw Error("gemv chain: no barrier words");
   GemvChainParams c;
   c.n = n;
@@ -478,7 +520,11 @@ void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStrea
     c.rope_qkv = ph[3].y;
   }
   constexpr int warps = 16;
-  size_t smem = rope ? (kQkvMaxHeadDim + 32) * sizeof(float) : 0;
+  if (att) {
+    c.att = *att;
+    c.att_bf16 = att->ap.kv.type == KvType::BF16;
+  }
+  size_t smem = rope ? (kQkvMaxHeadDim + 32) * sizeof(float) : att ? 4 * row_attn::kScratchBytes : 0;
   for (int i = 0; i < n; ++i) {
     c.ph[i] = ph[i];
     c.ph[i].rows_per_block = 1;

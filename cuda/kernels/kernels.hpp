@@ -221,11 +221,21 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream);
 // boundaries. barrier: two zeroed words of device memory, reused by every launch on the stream (the barrier
 // leaves them ready for the next). check_gemv_chain throws strata::Error naming what does not fit.
 // rope (with 4 phases, the last the next layer's q/k/v): then launch_qkv_rope's work on that one row too, in
-// the same kernel after another barrier, with its bits.
+// the same kernel after another barrier, with its bits. att: launch_attention_row's work on this layer's row
+// first (its inputs; ap.out is ph[0]'s x), with its bits, so the layer is one kernel; the o projection's
+// first weights are in flight meanwhile. att and rope exclude each other (the attention step prepares its
+// own q, k and v).
+struct RowAttention {
+  float* qkv = nullptr;
+  QkvRopeParams qp;
+  AttentionParams ap;
+  int* counters = nullptr;
+};
 constexpr int kGemvChainMax = 4;
-void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope = nullptr);
+void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope = nullptr,
+                      const RowAttention* att = nullptr);
 void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream,
-                       const QkvRopeParams* rope = nullptr);
+                       const QkvRopeParams* rope = nullptr, const RowAttention* att = nullptr);
 
 // For rows whose spec asks (kPickLogprobsWord), engine/sampling's compute_logprobs of the row's logits for
 // its pick (picks[r], run after the picks are final) into out[r][kLogprobWords] (see logprobs.cu). Nothing

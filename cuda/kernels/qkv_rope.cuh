@@ -26,42 +26,54 @@ __device__ __forceinline__ void rotate_pair(float a, float b, float c, float s, 
 // count heads of hd values each, consecutive from x (xr: the split GEMM's remainder products, or null; bias:
 // the heads' biases, or null); norm: the RMSNorm weight, or null; cs/sn: the row position's cos/sin table
 // rows, or null for v (no rotation). Head t's result goes to out + t * out_stride (shared memory); inv
-// (shared, count floats) is scratch. Every thread of the block calls it; it ends with a barrier. The heads are
-// prepared side by side (one barrier per step for all of them), each exactly as a head on its own.
-__device__ __forceinline__ void prepare_heads(const float* x, const float* xr, const float* bias, int count,
-                                              const float* norm, float eps, const float* cs, const float* sn, int hd,
-                                              float* out, int out_stride, float* inv) {
-  for (int e = threadIdx.x; e < count * hd; e += blockDim.x) {
+// (shared, count floats) is scratch. Threads tid = 0 .. nthreads - 1 call it together, sync() holding them
+// together; it ends with a sync. The heads are prepared side by side (one sync per step for all of them),
+// each exactly as a head on its own, and no value depends on nthreads (each element and each head's sum of
+// squares is one thread's, in order).
+template <class Sync>
+__device__ __forceinline__ void prepare_heads_synced(const float* x, const float* xr, const float* bias, int count,
+                                                     const float* norm, float eps, const float* cs, const float* sn,
+                                                     int hd, float* out, int out_stride, float* inv, int tid,
+                                                     int nthreads, Sync sync) {
+  for (int e = tid; e < count * hd; e += nthreads) {
     const int t = e / hd, d = e - t * hd;
     const float xe = __ldcg(x + e);  // through the L2: in the GEMV chain another SM wrote it in this kernel
     const float v = xr ? __fadd_rn(xe, xr[e]) : xe;
     out[t * out_stride + d] = bias ? __fadd_rn(v, bias[e]) : v;
   }
-  __syncthreads();
+  sync();
   if (norm) {
-    for (int t = threadIdx.x; t < count; t += blockDim.x) {
+    for (int t = tid; t < count; t += nthreads) {
       const float* o = out + t * out_stride;
       float ss = 0.0f;
       for (int d = 0; d < hd; ++d) ss = __fmaf_rn(o[d], o[d], ss);
       inv[t] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(ss, float(hd)), eps));
     }
-    __syncthreads();
-    for (int e = threadIdx.x; e < count * hd; e += blockDim.x) {
+    sync();
+    for (int e = tid; e < count * hd; e += nthreads) {
       const int t = e / hd, d = e - t * hd;
       float& o = out[t * out_stride + d];
       o = __fmul_rn(norm[d], __fmul_rn(o, inv[t]));
     }
-    __syncthreads();
+    sync();
   }
   if (cs) {
     const int half = hd / 2;
-    for (int e = threadIdx.x; e < count * half; e += blockDim.x) {
+    for (int e = tid; e < count * half; e += nthreads) {
       const int t = e / half, i = e - t * half;
       float* o = out + t * out_stride;
       rotate_pair(o[i], o[i + half], cs[i], sn[i], &o[i], &o[i + half]);
     }
-    __syncthreads();
+    sync();
   }
+}
+
+// prepare_heads_synced by every thread of the block.
+__device__ __forceinline__ void prepare_heads(const float* x, const float* xr, const float* bias, int count,
+                                              const float* norm, float eps, const float* cs, const float* sn, int hd,
+                                              float* out, int out_stride, float* inv) {
+  prepare_heads_synced(x, xr, bias, count, norm, eps, cs, sn, hd, out, out_stride, inv, int(threadIdx.x),
+                       int(blockDim.x), [] { __syncthreads(); });
 }
 
 // Where head `head` of a row's q | k | v heads (a k or v head) starts in its arena (kv.k or kv.v).

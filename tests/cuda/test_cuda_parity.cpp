@@ -48,10 +48,12 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
   // rows 16: windows of up to 16 rows on the fused GEMV (a draft model's backend), prompts of 17+ on cuBLAS.
   // Both KV dtypes, each against the CPU backend storing K/V the same way; transformers' greedy tokens (an
   // fp32 cache) are the reference for the fp32 cache only, its logits for both.
-  // 6: as 2, with each one-row window's layer tail as one kernel (gemv_chain).
-  const int path = GENERATE(0, 1, 2, 3, 4, 5, 6);
+  // 6: as 2, with each one-row window's layer tail as one kernel (gemv_chain); 7: as 3 on the chain (a layer
+  // of a one-row window is one kernel).
+  const int path = GENERATE(0, 1, 2, 3, 4, 5, 6, 7);
   const int gemm_min_rows = path == 0 ? 65 : path == 5 ? kServerGemmMinRows : 1;
-  const bool fused_gemv = path >= 2, row_attention = path == 3, tc_lean = path == 4, chain = path == 6;
+  const bool fused_gemv = path >= 2, row_attention = path == 3 || path == 7, tc_lean = path == 4;
+  const bool chain = path >= 6;
   const int fused_gemv_rows = path == 5 ? kDraftFusedGemvRows : 0;
   const DType kv = GENERATE(DType::F32, DType::BF16);
   for (const std::string& dir : golden_dirs()) {

@@ -80,8 +80,12 @@ TEST_CASE("one-row windows on the GEMV chain give the bits of the fused GEMV's s
   for (const char* name : {"llama", "qwen3"}) dirs.push_back(models_dir() + "/" + name);
   dirs.push_back(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
   const DType kv = GENERATE(DType::F32, DType::BF16);
+  // With the one-row attention kernel the chain starts with the same attention step (a layer is one kernel);
+  // without it the chain ends with the next layer's q/k norm, RoPE and KV store.
+  const bool row_attention = GENERATE(false, true);
   for (const std::string& dir : dirs) {
-    DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " kv " << dtype_name(kv)) {
+    DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " kv " << dtype_name(kv)
+                                                   << (row_attention ? " row attention" : "")) {
       auto model = load_model(dir);
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;
       // Every position as a one-row window, so nothing runs on cuBLAS (whose timed algorithm choice could
@@ -94,6 +98,7 @@ TEST_CASE("one-row windows on the GEMV chain give the bits of the fused GEMV's s
         o.gemm_min_rows = 1;
         o.gemm_autotune = false;
         o.gemv_chain = chain;
+        o.fused_row_attention = row_attention;
         CudaBackend be(*model, o);
         const SlotId s = be.open_slot();
         be.set_sampling(s, SamplingParams{0.0f});

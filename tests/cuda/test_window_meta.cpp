@@ -188,6 +188,36 @@ TEST_CASE("the GEMV chain refuses phases that are not a one-row layer tail, nami
   ph[3].n = 512 * 4;
   rope.head_dim = 512;
   CHECK_THROWS_WITH(check_gemv_chain(ph, 4, &rope), Contains("head_dim 512 must be even and at most 256"));
+  // The attention step: one row of a supported head layout, its output the o projection's input.
+  ph[3].n = 64;
+  rope.head_dim = 16;
+  float qkv[4] = {}, att_out[4] = {};
+  int counters[2] = {};
+  RowAttention att;
+  att.qkv = qkv;
+  att.counters = counters;
+  att.ap.n_heads = 4;
+  att.ap.n_kv_heads = 2;
+  att.ap.head_dim = 16;
+  att.ap.rows = 1;
+  att.ap.grid_splits = 1;
+  att.ap.out = att_out;
+  ph[0].x = att_out;
+  CHECK_NOTHROW(check_gemv_chain(ph, 4, nullptr, &att));
+  CHECK_NOTHROW(check_gemv_chain(ph, 3, nullptr, &att));
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, &rope, &att), Contains("the attention step or the RoPE step, not both"));
+  RowAttention bad_att = att;
+  bad_att.ap.n_heads = 3;
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, nullptr, &bad_att), Contains("does not take 3 heads over 2 KV heads"));
+  bad_att = att;
+  bad_att.ap.rows = 2;
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, nullptr, &bad_att), Contains("takes one row"));
+  bad_att = att;
+  bad_att.counters = nullptr;
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, nullptr, &bad_att), Contains("needs q/k/v rows and split counters"));
+  bad_att = att;
+  bad_att.ap.out = qkv;
+  CHECK_THROWS_WITH(check_gemv_chain(ph, 4, nullptr, &bad_att), Contains("does not read the attention step's output"));
 }
 
 TEST_CASE("a device pick's spec words carry the settings sample.cu reads", "[host]") {
