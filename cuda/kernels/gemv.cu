@@ -288,13 +288,13 @@ struct GemvChainParams {
   bool att_bf16 = false;
 };
 
-// The chain's first step when it carries the layer's attention: launch_attention_row's (head, split) items,
-// four side by side a block (a quarter of 128 threads each, held together by named barrier 1 + quarter), over
-// the whole grid; then the barrier that publishes their outputs.
 struct Nop {
   __device__ void operator()() const {}
 };
 
+// The chain's first step when it carries the layer's attention: launch_attention_row's (head, split) items,
+// four side by side a block (a quarter of 128 threads each, held together by named barrier 1 + quarter), over
+// the whole grid. The caller's grid barrier publishes their outputs.
 template <class T>
 __device__ __forceinline__ void chain_attention(const GemvChainParams& c, char* smem) {
   static_assert(row_attn::kThreads == 128, "a chain block holds four items");
@@ -310,13 +310,13 @@ __device__ __forceinline__ void chain_attention(const GemvChainParams& c, char* 
   }
 }
 
-
 // A layer's tail as one kernel: the o projection with the residual add, gate/up with the MLP norm and SwiGLU,
 // down with the residual add, then (when there is one) the next matmul that starts with a norm, the next
-// layer's q/k/v or the LM head. Each phase is gemv_block with the layout and task split a launch of its own
-// would take at this block size, so its outputs have that launch's bits; between phases a grid barrier
-// replaces the kernel boundary, and each phase's first weight buffers go out before it, while the SM waits
-// for the slowest block of the phase before.
+// layer's q/k/v or the LM head, and optionally the layer's attention step before it all or the next layer's
+// RoPE step after it. Each phase is gemv_block with the layout and task split a launch of its own would take
+// at this block size, so its outputs have that launch's bits; between phases a grid barrier replaces the
+// kernel boundary, and each phase's first weight buffers go out before it, while the SM waits for the
+// slowest block of the phase before.
 template <int kWarps, int kLoads>
 __global__ void __launch_bounds__(kWarps * 32, 1) gemv_chain_kernel(const __grid_constant__ GemvChainParams c) {
   extern __shared__ float4 xs[];
