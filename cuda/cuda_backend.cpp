@@ -237,6 +237,8 @@ struct CudaBackend::Impl {
         {T * NH * S * 2 * 4, reinterpret_cast<void**>(&ws.part_ml)},
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
         {T * ((H + 15) / 16) * 4, reinterpret_cast<void**>(&ws.ss)},
+        {std::min(T, size_t(16)) * H * 4, reinterpret_cast<void**>(&ws.xn2)},  // the skinny chain's windows
+        {std::min(T, size_t(16)) * ((H + 15) / 16) * 4, reinterpret_cast<void**>(&ws.ss2)},
         {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
@@ -349,6 +351,7 @@ struct CudaBackend::Impl {
     fwd.fused_gemv_rows = opts.fused_gemv_rows;
     fwd.fused_row_attention = opts.fused_row_attention;
     fwd.gemv_chain = cuda::env_int("STRATA_GEMV_CHAIN", 0, 1, opts.gemv_chain ? 1 : 0) != 0;
+    fwd.skinny_chain = cuda::env_int("STRATA_SKINNY_CHAIN", 0, 1, opts.skinny_chain ? 1 : 0) != 0;
     fwd.device_logprobs = opts.device_logprobs;
     // The skinny kernel's norm and residual folds (MatvecFold) save a launch each but add a short epilogue to
     // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one

@@ -104,6 +104,11 @@ struct CudaBackendOptions {
   // (docs/PERFORMANCE.md); STRATA_GEMV_CHAIN=0|1 overrides it, so a server or `strata bench spec` can be
   // compared both ways.
   bool gemv_chain = false;
+  // Windows on the skinny kernel with its folds (skinny_fold's shapes) of up to 16 rows run each layer's o,
+  // gate/up, down and the next q/k/v matmuls and RoPE step as one kernel (launch_matvec_chain), with the bits
+  // of the separate launches, where every phase fits one wave. Off until timed; STRATA_SKINNY_CHAIN=0|1
+  // overrides it.
+  bool skinny_chain = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;

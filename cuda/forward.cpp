@@ -117,6 +117,34 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     return f;
   };
 
+  // A folded window's layer tail (o, gate/up, down, the next q/k/v and its RoPE step) as one kernel
+  // (launch_matvec_chain), where every phase fits one wave: the same bits as the separate launches. Its second
+  // residual phase writes xn2 / ss2, so that no phase reads a buffer an earlier phase of the kernel read.
+  auto tail_phases = [&](size_t l, MatvecChainPhase* ph) {
+    const DeviceLayer& Ly = w.layers[l];
+    const float* next_norm = l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : nullptr;
+    int n = 0;
+    ph[n++] = MatvecChainPhase{Ly.wo.ptr, H, Ly.wo.cols, ws.att, ws.x, residual(Ly.bo, Ly.mlp_norm)};
+    ph[n++] = MatvecChainPhase{Ly.wgu.ptr, FF, H, ws.xn, ws.act, normed};
+    MatvecFold down = residual(nullptr, next_norm);
+    down.ss_out = ws.ss2;
+    down.xn_out = next_norm ? ws.xn2 : nullptr;
+    ph[n++] = MatvecChainPhase{Ly.wdown.ptr, H, FF, ws.act, ws.x, down};
+    if (l + 1 < w.layers.size()) {
+      MatvecFold in = normed;
+      in.ss_in = ws.ss2;
+      const DeviceLayer& next = w.layers[l + 1];
+      ph[n++] = MatvecChainPhase{next.wqkv.ptr, next.wqkv.rows, H, ws.xn2, ws.qkv, in};
+    }
+    return n;
+  };
+  bool skinny_chain = fold && ctx.skinny_chain && ws.grid_barrier && ws.xn2 && ws.ss2 && T <= 16;
+  if (skinny_chain) {
+    MatvecChainPhase ph[kMatvecChainMax];
+    const int n = tail_phases(0, ph);
+    skinny_chain = matvec_chain_fits(ph, n, T);
+  }
+
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
   if (!gemv)
     launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, xn, in16,
@@ -167,10 +195,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (gemv) {
       if (!chain || l == 0)  // on the chain, the previous layer's tail ran this layer's q/k/v
         fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
-    } else if (fold && l > 0)
-      launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
-    else
+    } else if (fold && l > 0) {
+      if (!skinny_chain)  // else the previous layer's tail ran it
+        launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
+    } else {
       matmul(Ly.wqkv, ws.xn, ws.qkv);
+    }
     qp.qkv_rem = rem(ws.qkv, ap.qkv_stride);
     qp.bias = Ly.bqkv;
     qp.q_norm = Ly.q_norm;
@@ -180,7 +210,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (row_attention) {
       if (!chain) launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);  // else the chain's first step
     } else {
-      if (!chain_rope || l == 0) launch_qkv_rope(ws.qkv, T, qp, stream);  // else the previous layer's tail did
+      if ((!chain_rope && !skinny_chain) || l == 0)  // else the previous layer's tail did
+        launch_qkv_rope(ws.qkv, T, qp, stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {
@@ -225,6 +256,21 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
       fused(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
       fused(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
+      continue;
+    }
+    if (skinny_chain) {
+      MatvecChainPhase ph[kMatvecChainMax];
+      const int n = tail_phases(l, ph);
+      QkvRopeParams next_qp = qp;  // the next layer's
+      if (l + 1 < w.layers.size()) {
+        const DeviceLayer& next = w.layers[l + 1];
+        next_qp.qkv_rem = nullptr;
+        next_qp.bias = next.bqkv;
+        next_qp.q_norm = next.q_norm;
+        next_qp.k_norm = next.k_norm;
+        next_qp.kv.layer_offset = (l + 1) * ctx.kv_layer_stride;
+      }
+      launch_matvec_chain(ph, n, T, ws.grid_barrier, stream, l + 1 < w.layers.size() ? &next_qp : nullptr);
       continue;
     }
     if (fold) {

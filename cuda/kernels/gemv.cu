@@ -25,6 +25,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/env.hpp"
 #include "cuda/kernels/device_math.cuh"
+#include "cuda/kernels/grid_barrier.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
 #include "cuda/kernels/attention_row.cuh"
@@ -247,34 +248,6 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     pdl_wait();  // the activations are the previous kernel's output
     pdl_launch_dependents();
   });
-}
-
-// A barrier over every block of the grid, reusable without a reset (count, then generation): the last block to
-// arrive clears the count and bumps the generation the others wait on. Each block's writes before it are
-// visible to every block after it (bar.sync, then a gpu-scope fence and atomic by thread 0, acquire loads on
-// the other side). Only for a grid whose blocks are all resident at once: the chain kernel's one block an SM.
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void grid_barrier(unsigned* bar) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned gen = ld_acquire(bar + 1);
-    __threadfence();
-    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-      atomicExch(bar, 0u);
-      __threadfence();
-      atomicAdd(bar + 1, 1u);
-    } else {
-      while (ld_acquire(bar + 1) == gen) {
-      }
-    }
-    __threadfence();
-  }
-  __syncthreads();
 }
 
 struct GemvChainParams {

@@ -179,6 +179,27 @@ struct MatvecFold {
 };
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
                    const MatvecFold& fold = {});
+// A window's layer tail on the skinny kernel with the folds, as one kernel (matvec.cu; off unless
+// CudaBackendOptions::skinny_chain): ph[0] the o projection with the residual fold, ph[1] gate/up (n = ff,
+// Swiglu, normed), ph[2] down with the residual fold, optionally ph[3] the next layer's q/k/v (normed), each
+// giving the bits of its launch_matvec / launch_matvec_swiglu, with grid barriers between them; rope (after a
+// q/k/v phase) then launch_qkv_rope's work on those rows. For windows of up to 16 rows whose every phase fits
+// one wave of 16-output blocks (strata-tiny's shapes); matvec_chain_fits says whether a chain does, and
+// check_matvec_chain (with the SM count) throws strata::Error naming what does not. barrier: as
+// launch_gemv_chain's.
+struct MatvecChainPhase {
+  const void* w = nullptr;  // bf16
+  int n = 0, k = 0;
+  const float* x = nullptr;
+  float* y = nullptr;
+  MatvecFold fold;
+};
+constexpr int kMatvecChainMax = 4;
+void check_matvec_chain(const MatvecChainPhase* ph, int count, int rows, int sm_count,
+                        const QkvRopeParams* rope = nullptr);
+bool matvec_chain_fits(const MatvecChainPhase* ph, int count, int rows);
+void launch_matvec_chain(const MatvecChainPhase* ph, int count, int rows, unsigned* barrier, cudaStream_t stream,
+                         const QkvRopeParams* rope = nullptr);
 // The MLP's first half on the skinny kernel: w is the stacked [gate | up] matrix (2 ff rows of k), and
 // act[r][i] = silu(gate) * up with gate and up computed as launch_matvec computes them and the product as
 // launch_swiglu does, so it gives the bits of launch_matvec followed by launch_swiglu in one kernel (fold:

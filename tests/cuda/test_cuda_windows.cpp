@@ -114,6 +114,47 @@ TEST_CASE("one-row windows on the GEMV chain give the bits of the fused GEMV's s
   }
 }
 
+TEST_CASE("windows of 1 to 16 rows on the skinny chain give the bits of the separate skinny launches") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  // The speculation path (windows of up to 16 rows on the skinny kernel with its folds), each layer's tail as
+  // one kernel (skinny_chain) or as separate launches: a prefix, then windows of T rows continuing it.
+  std::vector<std::string> dirs;
+  for (const char* name : {"llama", "qwen3"}) dirs.push_back(models_dir() + "/" + name);
+  dirs.push_back(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
+  const DType kv = GENERATE(DType::F32, DType::BF16);
+  for (const std::string& dir : dirs) {
+    DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " kv " << dtype_name(kv)) {
+      auto model = load_model(dir);
+      if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;
+      const int prefix = 5;
+      const std::vector<int> sizes = {1, 2, 5, 8, 12, 16};
+      const auto tokens = prompt_tokens(prefix + 16, model->config.vocab_size, 9);
+      std::vector<std::vector<RowResult>> runs;
+      for (bool chain : {false, true}) {
+        CudaBackendOptions o = small_options(1, 64, kv);
+        o.gemm_min_rows = kServerGemmMinRows;
+        o.skinny_chain = chain;
+        CudaBackend be(*model, o);
+        const SlotId s = be.open_slot();
+        be.set_sampling(s, SamplingParams{0.0f});
+        std::vector<RowResult> got;
+        for (int T : sizes) {
+          be.reset_slot(s);
+          be.run_window(chunk(s, tokens, 0, prefix));
+          for (RowResult& r : be.run_window(chunk(s, tokens, prefix, T, true))) got.push_back(std::move(r));
+        }
+        runs.push_back(std::move(got));
+      }
+      REQUIRE(runs[0].size() == runs[1].size());
+      for (size_t i = 0; i < runs[0].size(); ++i) {
+        INFO("row " << i);
+        CHECK(same_bits(runs[1][i].logits, runs[0][i].logits));
+        CHECK(runs[1][i].pick == runs[0][i].pick);
+      }
+    }
+  }
+}
+
 TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and history of its steps run as windows") {
   REQUIRE(CudaBackend::device_count() > 0);
   // The default options (steps on the skinny kernel), and a draft model's backend in the server (steps and

@@ -220,6 +220,49 @@ TEST_CASE("the GEMV chain refuses phases that are not a one-row layer tail, nami
   CHECK_THROWS_WITH(check_gemv_chain(ph, 4, nullptr, &bad_att), Contains("does not read the attention step's output"));
 }
 
+TEST_CASE("the skinny chain refuses phases that are not a folded layer tail or do not fit one wave", "[host]") {
+  float ss[4] = {}, norm[64] = {};
+  MatvecChainPhase ph[kMatvecChainMax];
+  for (int i = 0; i < kMatvecChainMax; ++i) {
+    ph[i].n = 64;
+    ph[i].k = 64;
+    if (i == 0 || i == 2) ph[i].fold.ss_out = ss;
+    else ph[i].fold.ss_in = ss;
+  }
+  ph[0].fold.next_norm = norm;
+  ph[0].fold.xn_out = ss;
+  CHECK_NOTHROW(check_matvec_chain(ph, 4, 16, 132));
+  CHECK_NOTHROW(check_matvec_chain(ph, 3, 1, 132));
+  CHECK_THROWS_WITH(check_matvec_chain(ph, 2, 1, 132), Contains("takes 3 or 4 phases, found 2"));
+  CHECK_THROWS_WITH(check_matvec_chain(ph, 4, 17, 132), Contains("takes windows of 1 to 16 rows, found 17"));
+  CHECK_THROWS_WITH(check_matvec_chain(ph, 4, 1, 3), Contains("phase 0 needs 4 blocks, more than the 3 SMs"));
+  MatvecChainPhase bad[kMatvecChainMax];
+  std::copy(ph, ph + kMatvecChainMax, bad);
+  bad[1].fold.ss_in = nullptr;
+  CHECK_THROWS_WITH(check_matvec_chain(bad, 4, 1, 132), Contains("phase 1 is not the layer tail's"));
+  std::copy(ph, ph + kMatvecChainMax, bad);
+  bad[0].fold.next_norm = nullptr;
+  CHECK_THROWS_WITH(check_matvec_chain(bad, 4, 1, 132), Contains("phase 0: xn_out and next_norm go together"));
+  std::copy(ph, ph + kMatvecChainMax, bad);
+  bad[1].n = 40000;
+  CHECK_THROWS_WITH(check_matvec_chain(bad, 4, 1, 1 << 20), Contains("phase 1 has 80000 rows"));
+  std::copy(ph, ph + kMatvecChainMax, bad);
+  bad[3].k = 12;
+  CHECK_THROWS_WITH(check_matvec_chain(bad, 4, 1, 132), Contains("phase 3 has shape 64 x 12"));
+  std::copy(ph, ph + kMatvecChainMax, bad);
+  bad[3].k = 8192 * 8;
+  CHECK_THROWS_WITH(check_matvec_chain(bad, 4, 2, 132), Contains("do not fit the staged 4096"));
+  QkvRopeParams rope;
+  rope.n_heads = 2;
+  rope.n_kv_heads = 1;
+  rope.head_dim = 16;
+  CHECK_NOTHROW(check_matvec_chain(ph, 4, 1, 132, &rope));
+  CHECK_THROWS_WITH(check_matvec_chain(ph, 3, 1, 132, &rope), Contains("the RoPE step follows a q/k/v phase"));
+  rope.head_dim = 8;
+  CHECK_THROWS_WITH(check_matvec_chain(ph, 4, 1, 132, &rope), Contains("not the RoPE step's 32"));
+  CHECK_THROWS_WITH(launch_matvec_chain(ph, 4, 1, nullptr, nullptr), Contains("matvec chain: no barrier words"));
+}
+
 TEST_CASE("a device pick's spec words carry the settings sample.cu reads", "[host]") {
   SamplingParams p;
   p.temperature = 0.7f;
