@@ -349,7 +349,9 @@ struct CudaBackend::Impl {
     prompt_flash = short_tiles > 0 && opts.attention_prompt_flash && cuda::flash_attention_supports(cfg.head_dim);
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_gemv_rows = opts.fused_gemv_rows;
-    fwd.fused_row_attention = opts.fused_row_attention;
+    // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it (with gemv_chain it puts the attention in the chain), so
+    // that `strata bench spec` can compare the draft model's steps both ways.
+    fwd.fused_row_attention = cuda::env_int("STRATA_FUSED_ROW_ATTENTION", 0, 1, opts.fused_row_attention ? 1 : 0) != 0;
     fwd.gemv_chain = cuda::env_int("STRATA_GEMV_CHAIN", 0, 1, opts.gemv_chain ? 1 : 0) != 0;
     fwd.skinny_chain = cuda::env_int("STRATA_SKINNY_CHAIN", 0, 1, opts.skinny_chain ? 1 : 0) != 0;
     fwd.device_logprobs = opts.device_logprobs;

@@ -97,6 +97,8 @@ struct CudaBackendOptions {
   int fused_gemv_rows = 0;
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
+  // With gemv_chain it becomes the chain's first step (a layer is one kernel). STRATA_FUSED_ROW_ATTENTION=0|1
+  // overrides it.
   bool fused_row_attention = false;
   // One-row windows on the fused GEMV run each layer's o, gate/up and down matmuls and the next normed matmul
   // (q/k/v or the LM head) as one kernel with grid barriers between them (launch_gemv_chain), with the bits
