@@ -50,17 +50,6 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Fragment layout (PTX m16n8k16): lane = 4 g + t. The inner dimension is permuted inside each chunk of 32 so
-// that every lane loads 8 consecutive elements (16 bytes) of a weight row and of an activation row: lane (g, t)
-// holds physical k = 8t .. 8t + 7 of weight rows g and g + 8 and of activation row (column) g; the mma's
-// logical k 2t, 2t + 1 / 2t + 8, 2t + 9 of step s are physical 8t + 4s + {0, 1} / {2, 3}. A and B use the same
-// permutation, so the dot product is the same sum.
-//
-// A block of KW warps computes MT tiles of 16 outputs (with Swiglu: tile 0 the gate rows j0 .., tile 1 their up
-// rows n + j0 ..) for NT column tiles of 8 rows starting at row r0 = blockIdx.x * 8 NT. U chunks' weight loads
-// are in flight per warp before the first is used. The first U chunks' weights are loaded before pdl_wait():
-// weights never depend on the previous kernel, so with programmatic dependent launch their fetch overlaps the
-// tail of the kernel before (the norm, RoPE or attention kernels that run between matmuls).
 // A block's shared memory (mma_matvec_block): the warps' sums, Norm's staged partial sums of squares, the
 // residual's y tile (Norm: row 0 holds each row's 1 / rms).
 template <int KW, int MT, int NT, bool Norm>
@@ -72,6 +61,18 @@ struct MatvecSmem {
   float fold_rows[16][kRows];
 };
 
+// Fragment layout (PTX m16n8k16): lane = 4 g + t. The inner dimension is permuted inside each chunk of 32 so
+// that every lane loads 8 consecutive elements (16 bytes) of a weight row and of an activation row: lane (g, t)
+// holds physical k = 8t .. 8t + 7 of weight rows g and g + 8 and of activation row (column) g; the mma's
+// logical k 2t, 2t + 1 / 2t + 8, 2t + 9 of step s are physical 8t + 4s + {0, 1} / {2, 3}. A and B use the same
+// permutation, so the dot product is the same sum.
+//
+// A block of KW warps computes MT tiles of 16 outputs (with Swiglu: tile 0 the gate rows j0 .., tile 1 their up
+// rows n + j0 ..) for NT column tiles of 8 rows starting at row r0 = bx * 8 NT. U chunks' weight loads
+// are in flight per warp before the first is used. The first U chunks' weights are loaded before wait():
+// weights never depend on the previous kernel, so with programmatic dependent launch their fetch overlaps the
+// tail of the kernel before (the norm, RoPE or attention kernels that run between matmuls).
+//
 // Block (bx, by) of a launch whose grid has `out_parts` blocks in y (ceil(n / outputs a block)): row tile bx,
 // output tile by. wait() orders the reads of x (and of the fold's inputs) after their writer: pdl_wait() for a
 // kernel of its own, a grid barrier inside the chain kernel. A block past the outputs returns after it.
