@@ -187,6 +187,18 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   flash_ap.n_tiles = ws.meta + L.n_flash_tiles;
   flash_ap.max_tiles = shape.flash_tiles_cap;
 
+  // The RoPE step's inputs for layer l + 1, run by layer l's chain (whose q/k/v matmul has no remainder rows).
+  auto next_rope = [&](size_t l) {
+    QkvRopeParams p = qp;
+    const DeviceLayer& next = w.layers[l + 1];
+    p.qkv_rem = nullptr;
+    p.bias = next.bqkv;
+    p.q_norm = next.q_norm;
+    p.k_norm = next.k_norm;
+    p.kv.layer_offset = (l + 1) * ctx.kv_layer_stride;
+    return p;
+  };
+
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
     KvLayout kv = ctx.kv;
@@ -229,15 +241,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       ph[n++] = gemv_params(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
       ph[n++] = gemv_params(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
       ph[n++] = gemv_params(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
-      QkvRopeParams next_qp = qp;  // the next layer's
       if (l + 1 < w.layers.size()) {
         const DeviceLayer& next = w.layers[l + 1];
         ph[n++] = gemv_params(next.wqkv, next.wqkv.rows, ws.x, next.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
-        next_qp.qkv_rem = nullptr;
-        next_qp.bias = next.bqkv;
-        next_qp.q_norm = next.q_norm;
-        next_qp.k_norm = next.k_norm;
-        next_qp.kv.layer_offset = (l + 1) * ctx.kv_layer_stride;
       } else if (R > 0) {  // the output row, normed on the way in
         ph[n++] = gemv_params(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits,
                               R, out_rows);
@@ -248,6 +254,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       att.qp = qp;
       att.ap = ap;
       att.counters = ws.attn_counters;
+      const QkvRopeParams next_qp = rope_here ? next_rope(l) : qp;
       launch_gemv_chain(ph, n, ws.grid_barrier, stream, rope_here ? &next_qp : nullptr,
                         row_attention ? &att : nullptr);
       continue;
@@ -261,16 +268,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (skinny_chain) {
       MatvecChainPhase ph[kMatvecChainMax];
       const int n = tail_phases(l, ph);
-      QkvRopeParams next_qp = qp;  // the next layer's
-      if (l + 1 < w.layers.size()) {
-        const DeviceLayer& next = w.layers[l + 1];
-        next_qp.qkv_rem = nullptr;
-        next_qp.bias = next.bqkv;
-        next_qp.q_norm = next.q_norm;
-        next_qp.k_norm = next.k_norm;
-        next_qp.kv.layer_offset = (l + 1) * ctx.kv_layer_stride;
-      }
-      launch_matvec_chain(ph, n, T, ws.grid_barrier, stream, l + 1 < w.layers.size() ? &next_qp : nullptr);
+      const bool rope_here = l + 1 < w.layers.size();
+      const QkvRopeParams next_qp = rope_here ? next_rope(l) : qp;
+      launch_matvec_chain(ph, n, T, ws.grid_barrier, stream, rope_here ? &next_qp : nullptr);
       continue;
     }
     if (fold) {

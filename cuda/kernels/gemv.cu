@@ -321,16 +321,6 @@ __global__ void __launch_bounds__(kWarps * 32, 1) gemv_chain_kernel(const __grid
 
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
 
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
-    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v;
-  }();
-  return n;
-}
-
 // STRATA_GEMV_BLOCK_ROWS (1-8), read once, fixes the rows a block serves instead of block_rows' choice, for
 // measurements; it changes no row's bits.
 int forced_block_rows() {
@@ -340,7 +330,7 @@ int forced_block_rows() {
 
 // Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave.
 int plan_blocks(int n, int w, int* tpw) {
-  const int warps = sm_count() * kBlocksPerSm * w;
+  const int warps = device_sm_count() * kBlocksPerSm * w;
   *tpw = (n + warps - 1) / warps;
   return (n + w * *tpw - 1) / (w * *tpw);
 }
@@ -353,7 +343,7 @@ int block_rows(int n, int k, int rows) {
   int want = forced_block_rows();
   if (want == 0) {
     int tpw = 0;
-    const int groups = std::max(1, sm_count() * kBlocksPerSm / plan_blocks(n, 16, &tpw));
+    const int groups = std::max(1, device_sm_count() * kBlocksPerSm / plan_blocks(n, 16, &tpw));
     want = (rows + groups - 1) / groups;
   }
   return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
@@ -407,6 +397,16 @@ int chain_loads() {
 }
 
 }  // namespace
+
+int device_sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
+    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
 
 bool gemv_supports(int k) { return k > 0 && k % 8 == 0 && smem_for(k) <= kSmemMax; }
 
@@ -514,9 +514,9 @@ void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStrea
   }();
   if (!fits) throw Error("gemv chain: a block of the chain kernel does not fit on an SM");
   if (chain_loads() == 8)
-    launch_kernel(gemv_chain_kernel<warps, 8>, dim3(sm_count()), dim3(warps * 32), smem, stream, c);
+    launch_kernel(gemv_chain_kernel<warps, 8>, dim3(device_sm_count()), dim3(warps * 32), smem, stream, c);
   else
-    launch_kernel(gemv_chain_kernel<warps, 6>, dim3(sm_count()), dim3(warps * 32), smem, stream, c);
+    launch_kernel(gemv_chain_kernel<warps, 6>, dim3(device_sm_count()), dim3(warps * 32), smem, stream, c);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

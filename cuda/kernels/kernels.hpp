@@ -230,6 +230,8 @@ struct GemvParams {
   float* y = nullptr;
   int rows_per_block = 1;       // set by launch_gemv
 };
+// The current device's SM count, read once (the chain kernels' grid, the GEMV's task split).
+int device_sm_count();
 // k a multiple of 8, short enough for the staged row (about 56k floats).
 bool gemv_supports(int k);
 // Raises the kernels' shared-memory limit; call once before any capture.

@@ -501,16 +501,6 @@ __global__ void __launch_bounds__(16 * 32, 1) matvec_chain_kernel(const __grid_c
   }
 }
 
-int chain_sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    STRATA_CUDA_CHECK(cudaGetDevice(&dev));
-    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v;
-  }();
-  return n;
-}
-
 }  // namespace
 
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
@@ -560,7 +550,7 @@ void check_matvec_chain(const MatvecChainPhase* ph, int count, int rows, int sm_
 
 bool matvec_chain_fits(const MatvecChainPhase* ph, int count, int rows) {
   try {
-    check_matvec_chain(ph, count, rows, chain_sm_count(), nullptr);
+    check_matvec_chain(ph, count, rows, device_sm_count(), nullptr);
   } catch (const Error&) {
     return false;
   }
@@ -570,7 +560,7 @@ bool matvec_chain_fits(const MatvecChainPhase* ph, int count, int rows) {
 void launch_matvec_chain(const MatvecChainPhase* ph, int count, int rows, unsigned* barrier, cudaStream_t stream,
                          const QkvRopeParams* rope) {
   if (!barrier) throw Error("matvec chain: no barrier words");
-  const int sms = chain_sm_count();
+  const int sms = device_sm_count();
   check_matvec_chain(ph, count, rows, sms, rope);
   // kw16_below() is the launches' rule for 16 warps; a process that moved it keeps the separate launches.
   if (kw16_below() != 65536) throw Error("matvec chain: STRATA_MATVEC_KW16_BELOW is set");

@@ -30,6 +30,14 @@ std::vector<RowResult> single_rows(CudaBackend& be, SlotId s, const std::vector<
   return out;
 }
 
+// The chain kernels' test models: two bf16 fixtures (matrices of a few blocks) and strata-tiny (32-128).
+std::vector<std::string> chain_model_dirs() {
+  std::vector<std::string> dirs;
+  for (const char* name : {"llama", "qwen3"}) dirs.push_back(models_dir() + "/" + name);
+  dirs.push_back(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
+  return dirs;
+}
+
 }  // namespace
 
 TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T single-row windows") {
@@ -76,9 +84,7 @@ TEST_CASE("one-row windows on the GEMV chain give the bits of the fused GEMV's s
   // The server's decode path without speculation (every window of 2+ rows on cuBLAS, single rows on the fused
   // GEMV), with each layer's tail as one kernel (gemv_chain) or as four launches. The fixtures' matrices fill
   // a few blocks (most of the chain's grid idles through every phase); strata-tiny's fill 32-128.
-  std::vector<std::string> dirs;
-  for (const char* name : {"llama", "qwen3"}) dirs.push_back(models_dir() + "/" + name);
-  dirs.push_back(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
+  const std::vector<std::string> dirs = chain_model_dirs();
   const DType kv = GENERATE(DType::F32, DType::BF16);
   // With the one-row attention kernel the chain starts with the same attention step (a layer is one kernel);
   // without it the chain ends with the next layer's q/k norm, RoPE and KV store.
@@ -118,9 +124,7 @@ TEST_CASE("windows of 1 to 16 rows on the skinny chain give the bits of the sepa
   REQUIRE(CudaBackend::device_count() > 0);
   // The speculation path (windows of up to 16 rows on the skinny kernel with its folds), each layer's tail as
   // one kernel (skinny_chain) or as separate launches: a prefix, then windows of T rows continuing it.
-  std::vector<std::string> dirs;
-  for (const char* name : {"llama", "qwen3"}) dirs.push_back(models_dir() + "/" + name);
-  dirs.push_back(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
+  const std::vector<std::string> dirs = chain_model_dirs();
   const DType kv = GENERATE(DType::F32, DType::BF16);
   for (const std::string& dir : dirs) {
     DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " kv " << dtype_name(kv)) {
