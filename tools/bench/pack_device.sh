@@ -14,6 +14,8 @@
 # .devcarry, move models/ out of the working tree (and back after); models.txz and the sweep files together
 # are too large for one call. On the GPU machine:
 #   tar xJf .devcarry/bin.txz -C .devcarry; [tar xJf .devcarry/models.txz]; tools/bench/gpu_session.sh .devcarry/bin STEPS
+# or, for a whole call with its logs packed into one $OUT/out.tgz: tools/bench/device_call.sh LIMIT_S PLAN
+# (plans in tools/bench/plans/).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=build
