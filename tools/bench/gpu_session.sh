@@ -12,8 +12,8 @@
 #   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes); ncumixed1b ncumixed8b
 #   (the same for mixed windows of NCU_MIXED, e.g. 64:128 = 64 decode rows and a 128-row prompt chunk); ab1b ab8b (decode
 #   under each of VARIANTS, e.g. VARIANTS="--fused-gemv on;--fused-gemv off", AB_ROUNDS times alternated,
-#   AB_BATCH batch sizes); chaintest (the chain kernels' GPU tests alone; the session stops if it fails, so put it
-#   before the steps that run the chain, e.g. VARIANTS="--gemv-chain off;--gemv-chain on" ab1b). BENCH_EXTRA adds
+#   AB_BATCH batch sizes; abtiny the same on models/strata-tiny); chaintest (the chain kernels' GPU tests alone;
+#   the session stops if it fails, so put it before the steps that run the chain, e.g. VARIANTS="--gemv-chain off;--gemv-chain on" ab1b). BENCH_EXTRA adds
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
 #   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512); SWEEP_SPLIT=1 runs each level
 #   on its own and saves the engine's window metrics after each (metrics_STEP_cN.txt).
@@ -66,13 +66,14 @@ for step in $steps; do
     bench8b)
       make_model 8b /tmp/llama-8b
       run timeout 200 "$bin/strata_bench_cuda" --model /tmp/llama-8b --prompt 256 --tokens 256 --prefill 512,4096 ${BENCH_EXTRA:-} 2>&1 | tee "$out/bench_8b.log" ;;
-    ab1b|ab8b)  # decode under each of VARIANTS (bench flags, ';' between variants), alternated, AB_ROUNDS rounds
-      shape=${step#ab}; make_model "$shape" /tmp/llama-$shape
+    ab1b|ab8b|abtiny)  # decode under each of VARIANTS (bench flags, ';' between variants), alternated, AB_ROUNDS rounds
+      shape=${step#ab}; model=/tmp/llama-$shape
+      if [ "$shape" = tiny ]; then model=models/strata-tiny; else make_model "$shape" "$model"; fi
       IFS=';' read -r -a variants <<< "${VARIANTS:-}"
       for round in $(seq "${AB_ROUNDS:-2}"); do
         for v in "${variants[@]}"; do
           echo "--- $shape round $round: $v"
-          run timeout 120 "$bin/strata_bench_cuda" --model /tmp/llama-$shape --prompt 256 --tokens 256 --prefill 16 \
+          run timeout 120 "$bin/strata_bench_cuda" --model "$model" --prompt 256 --tokens 256 --prefill 16 \
             ${AB_BATCH:+--batch $AB_BATCH} $v ${BENCH_EXTRA:-} 2>&1 | grep -E "^model=|decode" | tee -a "$out/ab_$shape.log"
         done
       done ;;

@@ -9,11 +9,7 @@ SPEC_ROUNDS=1 $S $B spec1
 echo "--- spec1, chains on"
 mkdir -p "$OUT/chains"
 OUT=$OUT/chains STRATA_GEMV_CHAIN=1 STRATA_SKINNY_CHAIN=1 SPEC_ROUNDS=1 $S $B spec1
-for v in off on off on; do
-  echo "--- strata-tiny, skinny chain $v"
-  LD_LIBRARY_PATH=$B/lib timeout 60 $B/strata_bench_cuda --model models/strata-tiny --prompt 256 --tokens 256 \
-    --prefill 16 --gemm-min-rows 17 --batch 1,5,8,16 --skinny-chain $v 2>&1 | grep -E "^model=|decode" |
-    tee -a "$OUT/tiny_skinny.log"
-done
+echo "--- strata-tiny windows, skinny chain off and on"
+VARIANTS="--skinny-chain off;--skinny-chain on" AB_ROUNDS=2 AB_BATCH=1,5,8,16 BENCH_EXTRA="--gemm-min-rows 17" $S $B abtiny
 VARIANTS="--gemv-chain off;--gemv-chain on" AB_ROUNDS=2 $S $B ab8b
 $S $B test
