@@ -355,6 +355,9 @@ struct CudaBackend::Impl {
     fwd.gemv_chain = cuda::env_int("STRATA_GEMV_CHAIN", 0, 1, opts.gemv_chain ? 1 : 0) != 0;
     fwd.skinny_chain = cuda::env_int("STRATA_SKINNY_CHAIN", 0, 1, opts.skinny_chain ? 1 : 0) != 0;
     fwd.device_logprobs = opts.device_logprobs;
+    // STRATA_L2_PREFETCH_MB: megabytes of each layer's o and gate/up weights the RoPE step prefetches into the
+    // L2 (forward.cpp), off until timed.
+    fwd.l2_prefetch_bytes = size_t(cuda::env_int("STRATA_L2_PREFETCH_MB", 0, 64, 0)) << 20;
     // The skinny kernel's norm and residual folds (MatvecFold) save a launch each but add a short epilogue to
     // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one
     // wave of 16-output blocks (strata-tiny: 5-7 % a window) and cost 1-2 % at the 1B and 8B shapes

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cuda/gemm.hpp"
+#include "cuda/kernels/l2_prefetch.hpp"
 #include "engine/core/types.hpp"
 
 namespace strata {
@@ -199,6 +200,22 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     return p;
   };
 
+  // The first l2_prefetch_bytes of the weights the layer reads after attention (o, then gate/up), prefetched
+  // into the L2 by the RoPE step's blocks once the q/k/v matmul is done, so the HBM streams them while the
+  // RoPE step and attention, which move few bytes, run.
+  auto weights_after_attention = [&](const DeviceLayer& Ly) {
+    L2Prefetch pf;
+    size_t left = ctx.l2_prefetch_bytes;
+    const DeviceMatrix* m[L2Prefetch::kRegions] = {&Ly.wo, &Ly.wgu};
+    for (int r = 0; r < L2Prefetch::kRegions && left > 0; ++r) {
+      const size_t bytes = size_t(m[r]->rows) * size_t(m[r]->cols) * (m[r]->type == WType::BF16 ? 2 : 4);
+      pf.ptr[r] = m[r]->ptr;
+      pf.bytes[r] = std::min(left, bytes) / 16 * 16;
+      left -= pf.bytes[r];
+    }
+    return pf;
+  };
+
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
     KvLayout kv = ctx.kv;
@@ -223,7 +240,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       if (!chain) launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);  // else the chain's first step
     } else {
       if ((!chain_rope && !skinny_chain) || l == 0)  // else the previous layer's tail did
-        launch_qkv_rope(ws.qkv, T, qp, stream);
+        launch_qkv_rope(ws.qkv, T, qp, weights_after_attention(Ly), stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {
