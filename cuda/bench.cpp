@@ -184,7 +184,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--gemv-chain on|off] [--skinny-chain on|off] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -197,7 +197,6 @@ int run_bench_command(int argc, char** argv) {
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
-  bool gemv_chain = CudaBackendOptions{}.gemv_chain, skinny_chain = CudaBackendOptions{}.skinny_chain;
   int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
   bool attention_short_tiles = CudaBackendOptions{}.attention_short_tiles;
   bool attention_prompt_flash = CudaBackendOptions{}.attention_prompt_flash;
@@ -250,12 +249,6 @@ int run_bench_command(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--fused-gemv") && has_value) {
       if (!parse_on_off(argv[++i], &fused_gemv)) return usage(name);  // one-row GEMM windows on the fused GEMV
                                                                       // instead of cuBLAS and the small kernels
-    } else if (!std::strcmp(argv[i], "--gemv-chain") && has_value) {
-      if (!parse_on_off(argv[++i], &gemv_chain)) return usage(name);  // a one-row window's layer tail as one
-                                                                      // kernel (launch_gemv_chain)
-    } else if (!std::strcmp(argv[i], "--skinny-chain") && has_value) {
-      if (!parse_on_off(argv[++i], &skinny_chain)) return usage(name);  // a skinny window's layer tail as one
-                                                                        // kernel (launch_matvec_chain)
     } else if (!std::strcmp(argv[i], "--fused-gemv-rows") && has_value) {
       if (!parse_int(argv[++i], 0, &fused_gemv_rows)) return usage(name);  // windows of up to N rows on it (the
                                                                            // server with speculation: 16)
@@ -328,8 +321,6 @@ int run_bench_command(int argc, char** argv) {
     o.fused_gemv = fused_gemv;
     o.fused_gemv_rows = fused_gemv_rows;
     o.fused_row_attention = fused_row_attention;
-    o.gemv_chain = gemv_chain;
-    o.skinny_chain = skinny_chain;
     o.attention_tc_lean = attention_tc_lean;
     o.attention_short_tiles = attention_short_tiles;
     o.attention_prompt_flash = attention_prompt_flash;

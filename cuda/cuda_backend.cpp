@@ -237,13 +237,10 @@ struct CudaBackend::Impl {
         {T * NH * S * 2 * 4, reinterpret_cast<void**>(&ws.part_ml)},
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
         {T * ((H + 15) / 16) * 4, reinterpret_cast<void**>(&ws.ss)},
-        {std::min(T, size_t(16)) * H * 4, reinterpret_cast<void**>(&ws.xn2)},  // the skinny chain's windows
-        {std::min(T, size_t(16)) * ((H + 15) / 16) * 4, reinterpret_cast<void**>(&ws.ss2)},
         {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
-        {2 * 4, reinterpret_cast<void**>(&ws.grid_barrier)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
     size_t total = 0;
@@ -257,7 +254,6 @@ struct CudaBackend::Impl {
     ws.in16 = in16;
     ws.max_splits = max_splits;
     STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
-    STRATA_CUDA_CHECK(cudaMemset(ws.grid_barrier, 0, 2 * 4));                        // launch_gemv_chain
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     gemm = std::make_unique<cuda::Gemm>(cublas, stream, cublas_ws.get(), cublas_ws.bytes(), opts.gemm_autotune);
@@ -349,11 +345,9 @@ struct CudaBackend::Impl {
     prompt_flash = short_tiles > 0 && opts.attention_prompt_flash && cuda::flash_attention_supports(cfg.head_dim);
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_gemv_rows = opts.fused_gemv_rows;
-    // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it (with gemv_chain it puts the attention in the chain), so
-    // that `strata bench spec` can compare the draft model's steps both ways.
+    // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it, so that `strata bench spec` can compare the draft model's
+    // steps both ways.
     fwd.fused_row_attention = cuda::env_int("STRATA_FUSED_ROW_ATTENTION", 0, 1, opts.fused_row_attention ? 1 : 0) != 0;
-    fwd.gemv_chain = cuda::env_int("STRATA_GEMV_CHAIN", 0, 1, opts.gemv_chain ? 1 : 0) != 0;
-    fwd.skinny_chain = cuda::env_int("STRATA_SKINNY_CHAIN", 0, 1, opts.skinny_chain ? 1 : 0) != 0;
     fwd.device_logprobs = opts.device_logprobs;
     // STRATA_L2_PREFETCH_MB: megabytes of each layer's o and gate/up weights the RoPE step prefetches into the
     // L2 (forward.cpp), off until timed.

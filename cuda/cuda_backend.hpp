@@ -97,20 +97,8 @@ struct CudaBackendOptions {
   int fused_gemv_rows = 0;
   // Those windows' attention (q/k norm, RoPE, KV store, attention, split merge) as one kernel
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
-  // With gemv_chain it becomes the chain's first step (a layer is one kernel). STRATA_FUSED_ROW_ATTENTION=0|1
-  // overrides it.
+  // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it.
   bool fused_row_attention = false;
-  // One-row windows on the fused GEMV run each layer's o, gate/up and down matmuls and the next normed matmul
-  // (q/k/v or the LM head) as one kernel with grid barriers between them (launch_gemv_chain), with the bits
-  // of the separate launches; false: four launches. Off until it has been timed on a GPU
-  // (docs/PERFORMANCE.md); STRATA_GEMV_CHAIN=0|1 overrides it, so a server or `strata bench spec` can be
-  // compared both ways.
-  bool gemv_chain = false;
-  // Windows on the skinny kernel with its folds (skinny_fold's shapes) of up to 16 rows run each layer's o,
-  // gate/up, down and the next q/k/v matmuls and RoPE step as one kernel (launch_matvec_chain), with the bits
-  // of the separate launches, where every phase fits one wave. Off until timed; STRATA_SKINNY_CHAIN=0|1
-  // overrides it.
-  bool skinny_chain = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;

@@ -77,8 +77,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     throw Error("cuda forward: a window with flash tiles needs the tensor-core attention and flash attention");
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
-  auto gemv_params = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                         const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
+  auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
+                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
     GemvParams g;
     g.w = m.ptr;
     g.n = n;
@@ -91,20 +91,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
-    return g;
+    launch_gemv(g, stream);
   };
-  auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
-    launch_gemv(gemv_params(m, n, x, norm, ep, bias, y, rows, x_rows), stream);
-  };
-  // A one-row window's layer tail (o, gate/up, down and the next normed matmul) as one kernel with grid
-  // barriers between the matmuls (launch_gemv_chain): the same bits as the four launches, three fewer kernel
-  // boundaries a layer.
-  const bool chain = gemv && T == 1 && ctx.gemv_chain && ws.grid_barrier != nullptr;
-  // ... and with the next layer's q/k norm, RoPE and KV store in it too: the layer's launches are then the
-  // chain, attention and its split merge. With fused_row_attention the chain starts with the layer's one-row
-  // attention step instead (which prepares its own q, k and v), and a layer is one kernel.
-  const bool chain_rope = chain && !row_attention;
 
   MatvecFold normed;  // a matmul whose input is the residual launch's xn_out
   normed.ss_in = ws.ss;
@@ -117,34 +105,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     f.xn_out = next_norm ? ws.xn : nullptr;
     return f;
   };
-
-  // A folded window's layer tail (o, gate/up, down, the next q/k/v and its RoPE step) as one kernel
-  // (launch_matvec_chain), where every phase fits one wave: the same bits as the separate launches. Its second
-  // residual phase writes xn2 / ss2, so that no phase reads a buffer an earlier phase of the kernel read.
-  auto tail_phases = [&](size_t l, MatvecChainPhase* ph) {
-    const DeviceLayer& Ly = w.layers[l];
-    const float* next_norm = l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : nullptr;
-    int n = 0;
-    ph[n++] = MatvecChainPhase{Ly.wo.ptr, H, Ly.wo.cols, ws.att, ws.x, residual(Ly.bo, Ly.mlp_norm)};
-    ph[n++] = MatvecChainPhase{Ly.wgu.ptr, FF, H, ws.xn, ws.act, normed};
-    MatvecFold down = residual(nullptr, next_norm);
-    down.ss_out = ws.ss2;
-    down.xn_out = next_norm ? ws.xn2 : nullptr;
-    ph[n++] = MatvecChainPhase{Ly.wdown.ptr, H, FF, ws.act, ws.x, down};
-    if (l + 1 < w.layers.size()) {
-      MatvecFold in = normed;
-      in.ss_in = ws.ss2;
-      const DeviceLayer& next = w.layers[l + 1];
-      ph[n++] = MatvecChainPhase{next.wqkv.ptr, next.wqkv.rows, H, ws.xn2, ws.qkv, in};
-    }
-    return n;
-  };
-  bool skinny_chain = fold && ctx.skinny_chain && ws.grid_barrier && ws.xn2 && ws.ss2 && T <= 16;
-  if (skinny_chain) {
-    MatvecChainPhase ph[kMatvecChainMax];
-    const int n = tail_phases(0, ph);
-    skinny_chain = matvec_chain_fits(ph, n, T);
-  }
 
   launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
   if (!gemv)
@@ -188,18 +148,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   flash_ap.n_tiles = ws.meta + L.n_flash_tiles;
   flash_ap.max_tiles = shape.flash_tiles_cap;
 
-  // The RoPE step's inputs for layer l + 1, run by layer l's chain (whose q/k/v matmul has no remainder rows).
-  auto next_rope = [&](size_t l) {
-    QkvRopeParams p = qp;
-    const DeviceLayer& next = w.layers[l + 1];
-    p.qkv_rem = nullptr;
-    p.bias = next.bqkv;
-    p.q_norm = next.q_norm;
-    p.k_norm = next.k_norm;
-    p.kv.layer_offset = (l + 1) * ctx.kv_layer_stride;
-    return p;
-  };
-
   // The first l2_prefetch_bytes of the weights the layer reads after attention (o, then gate/up), prefetched
   // into the L2 by the RoPE step's blocks once the q/k/v matmul is done, so the HBM streams them while the
   // RoPE step and attention, which move few bytes, run.
@@ -221,15 +169,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     KvLayout kv = ctx.kv;
     kv.layer_offset = l * ctx.kv_layer_stride;
 
-    if (gemv) {
-      if (!chain || l == 0)  // on the chain, the previous layer's tail ran this layer's q/k/v
-        fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
-    } else if (fold && l > 0) {
-      if (!skinny_chain)  // else the previous layer's tail ran it
-        launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
-    } else {
+    if (gemv)
+      fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+    else if (fold && l > 0)
+      launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
+    else
       matmul(Ly.wqkv, ws.xn, ws.qkv);
-    }
     qp.qkv_rem = rem(ws.qkv, ap.qkv_stride);
     qp.bias = Ly.bqkv;
     qp.q_norm = Ly.q_norm;
@@ -237,10 +182,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     qp.kv = kv;
     ap.kv = kv;
     if (row_attention) {
-      if (!chain) launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);  // else the chain's first step
+      launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
     } else {
-      if ((!chain_rope && !skinny_chain) || l == 0)  // else the previous layer's tail did
-        launch_qkv_rope(ws.qkv, T, qp, weights_after_attention(Ly), stream);
+      launch_qkv_rope(ws.qkv, T, qp, weights_after_attention(Ly), stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {
@@ -252,42 +196,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       } else
         launch_attention(ap, stream);
     }
-    if (chain) {
-      GemvParams ph[kGemvChainMax];
-      int n = 0;
-      ph[n++] = gemv_params(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
-      ph[n++] = gemv_params(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
-      ph[n++] = gemv_params(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
-      if (l + 1 < w.layers.size()) {
-        const DeviceLayer& next = w.layers[l + 1];
-        ph[n++] = gemv_params(next.wqkv, next.wqkv.rows, ws.x, next.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
-      } else if (R > 0) {  // the output row, normed on the way in
-        ph[n++] = gemv_params(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits,
-                              R, out_rows);
-      }
-      const bool rope_here = chain_rope && l + 1 < w.layers.size();
-      RowAttention att;
-      att.qkv = ws.qkv;
-      att.qp = qp;
-      att.ap = ap;
-      att.counters = ws.attn_counters;
-      const QkvRopeParams next_qp = rope_here ? next_rope(l) : qp;
-      launch_gemv_chain(ph, n, ws.grid_barrier, stream, rope_here ? &next_qp : nullptr,
-                        row_attention ? &att : nullptr);
-      continue;
-    }
     if (gemv) {
       fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
       fused(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
       fused(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
-      continue;
-    }
-    if (skinny_chain) {
-      MatvecChainPhase ph[kMatvecChainMax];
-      const int n = tail_phases(l, ph);
-      const bool rope_here = l + 1 < w.layers.size();
-      const QkvRopeParams next_qp = rope_here ? next_rope(l) : qp;
-      launch_matvec_chain(ph, n, T, ws.grid_barrier, stream, rope_here ? &next_qp : nullptr);
       continue;
     }
     if (fold) {
@@ -319,8 +231,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (ctx.device_logprobs)
       launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
   };
-  if (gemv) {  // the output rows, normed on the way in (by the last layer's tail on the chain)
-    if (!chain) fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows);
+  if (gemv) {  // the output rows, normed on the way in
+    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows);
     answer_rows();
     return;
   }

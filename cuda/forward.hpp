@@ -31,11 +31,8 @@ struct Workspace {
   int* picks = nullptr;      // [R]
   float* logprobs = nullptr; // [R][kLogprobWords]: launch_logprobs
   float* ss = nullptr;       // [T][ceil(hidden / 16)]: partial sums of squares of x (MatvecFold)
-  float* xn2 = nullptr;      // [T][hidden], [T][ceil(hidden / 16)]: the skinny chain's second xn and ss
-  float* ss2 = nullptr;
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
   int* attn_counters = nullptr;  // [n_heads]: launch_attention_row's split counters
-  unsigned* grid_barrier = nullptr;  // [2], zeroed: launch_gemv_chain's barrier
   int max_splits = 0;
 };
 
@@ -55,8 +52,6 @@ struct ForwardContext {
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
   int fused_gemv_rows = 0;      // CudaBackendOptions::fused_gemv_rows
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
-  bool gemv_chain = false;           // CudaBackendOptions::gemv_chain
-  bool skinny_chain = false;         // CudaBackendOptions::skinny_chain
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
   size_t l2_prefetch_bytes = 0;      // of o and gate/up weights, prefetched during attention (forward.cpp)

@@ -1,7 +1,5 @@
 // The body of launch_attention_row (attention_row.cu) as a device step on one (query head, split) work item
-// of kAttnRowThreads threads, shared by its kernel (a block an item) and the GEMV chain (gemv.cu: each of its
-// 512-thread blocks runs four items side by side, a quarter each, synced by named barriers), so both give the
-// same bits. See attention_row.cu for what it does.
+// of kThreads threads, its kernel running a block an item. See attention_row.cu for what it does.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -90,11 +88,9 @@ __device__ __forceinline__ Scratch carve(char* base) {
 }
 
 // Work item (query head h, split sp) of a one-row window, by kThreads threads numbered tid, which sync() holds
-// together (a block barrier, or a named barrier of their own). wait() runs between the L2 prefetch of the
-// split's earlier K/V rows (metadata only) and the first read of q/k/v.
-// kLoads / kRows: K pieces and V rows a thread has in flight (kScoreLoads, kValueRows by default); they batch
-// the loads only, the sums' order is the same for any value.
-template <class T, class Sync, class Wait, int kLoads = kScoreLoads, int kRows = kValueRows>
+// together. wait() runs between the L2 prefetch of the split's earlier K/V rows (metadata only) and the first
+// read of q/k/v.
+template <class T, class Sync, class Wait>
 __device__ __forceinline__ void item(float* qkv, const QkvRopeParams& qp, const AttentionParams& ap, int* counters,
                                      int h, int sp, int tid, const Scratch sm, Sync sync, Wait wait) {
   const int lane = tid & 31;
@@ -122,13 +118,12 @@ __device__ __forceinline__ void item(float* qkv, const QkvRopeParams& qp, const 
       }
     }
   }
-  wait();  // q, k and v are the previous kernel's (or phase's) output
+  wait();  // q, k and v are the previous kernel's output
 
   const int q_dim = ap.n_heads * hd, kv_dim = ap.n_kv_heads * hd;
   const float* cs = qp.cos + size_t(pos) * half;
   const float* sn = qp.sin + size_t(pos) * half;
   const int qo = h * hd;
-  // prepare_heads ends with a barrier of the whole block; items of a quarter call it through sync instead.
   prepare_heads_synced(qkv + qo, nullptr, qp.bias ? qp.bias + qo : nullptr, 1, qp.q_norm, qp.eps, cs, sn, hd, sm.q,
                        hd, sm.inv, tid, kThreads, sync);
   if (has_new) {
@@ -156,13 +151,13 @@ __device__ __forceinline__ void item(float* qkv, const QkvRopeParams& qp, const 
     const bool own = j == pos;
     const T* kr = kbase + sm.off[tid];
     float s = 0.0f;
-    for (int d0 = 0; d0 < hd; d0 += 8 * kLoads) {
-      Pack8<T> pk[kLoads];
+    for (int d0 = 0; d0 < hd; d0 += 8 * kScoreLoads) {
+      Pack8<T> pk[kScoreLoads];
 #pragma unroll
-      for (int b = 0; b < kLoads; ++b)
+      for (int b = 0; b < kScoreLoads; ++b)
         if (!own && d0 + 8 * b < hd) pk[b].load(kr + d0 + 8 * b);
 #pragma unroll
-      for (int b = 0; b < kLoads; ++b) {
+      for (int b = 0; b < kScoreLoads; ++b) {
         const int d = d0 + 8 * b;
         if (d >= hd) break;
         float kd[8];
@@ -191,15 +186,15 @@ __device__ __forceinline__ void item(float* qkv, const QkvRopeParams& qp, const 
     float acc[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[e] = 0.0f;
-    for (int jb = pg; jb < n; jb += PG * kRows) {
-      Pack8<T> pv[kRows];
+    for (int jb = pg; jb < n; jb += PG * kValueRows) {
+      Pack8<T> pv[kValueRows];
 #pragma unroll
-      for (int u = 0; u < kRows; ++u) {
+      for (int u = 0; u < kValueRows; ++u) {
         const int jj = jb + u * PG;
         if (jj < n && j0 + jj != pos) pv[u].load(vbase + sm.off[jj] + 8 * c);
       }
 #pragma unroll
-      for (int u = 0; u < kRows; ++u) {
+      for (int u = 0; u < kValueRows; ++u) {
         const int jj = jb + u * PG;
         if (jj >= n) break;
         float vd[8];

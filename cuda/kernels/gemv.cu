@@ -25,11 +25,8 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/env.hpp"
 #include "cuda/kernels/device_math.cuh"
-#include "cuda/kernels/grid_barrier.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
-#include "cuda/kernels/attention_row.cuh"
-#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -68,15 +65,14 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 }
 
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j). A block serves up to RT rows
-// of the window, p.rows_per_block of them from row blockIdx.y * p.rows_per_block on.
-// One block's part of a launch, as block `bx` of its grid (the chain kernel's blocks past a phase's grid have no
-// part and return at once). wait() is what orders the activations' reads after their writer: pdl_wait() for a
-// kernel of its own, the grid barrier inside the chain kernel; the first two weight buffers go out before it.
-// Activations and the residual row are read through the L2 (ld.global.cg): inside the chain kernel another
-// SM wrote them since this SM may have cached an older copy in its L1.
-template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT, class Wait>
-__device__ __forceinline__ void gemv_block(const GemvParams& p, int tasks_per_warp, int bx, int by, float4* xs,
-                                           float (*row_sums)[32], Wait wait) {
+// of the window, p.rows_per_block of them from row blockIdx.y * p.rows_per_block on. Activations and the
+// residual row are read through the L2 (ld.global.cg): a block reads each value once, so the L1 has nothing
+// to keep (the kernel was tested and timed so, docs/PERFORMANCE.md runs 65-66).
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
+  extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
+  __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
+  const int bx = blockIdx.x, by = blockIdx.y;
   constexpr int U = kLoads / NR;
   static_assert(kLoads % NR == 0, "a task's rows share the buffer's loads");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -103,7 +99,8 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, int tasks_per_wa
   uint4 A[NR][U], B[NR][U];
   if (total > 0) issue(0, A);
   if (total > 1) issue(1, B);
-  wait();
+  pdl_wait();  // the activations are the previous kernel's output
+  pdl_launch_dependents();
   if (bx * kWarps * tasks_per_warp >= p.n) return;  // no task in this block (the same for all its threads)
 
   // Stage the rows (zeros past k up to the last chunk), each normed in place when asked. The rows' loads, sums
@@ -240,85 +237,6 @@ __device__ __forceinline__ void gemv_block(const GemvParams& p, int tasks_per_wa
   }
 }
 
-template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
-__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
-  extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
-  __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
-  gemv_block<NR, EP, NORM, kWarps, kLoads, RT>(p, tasks_per_warp, blockIdx.x, blockIdx.y, xs, row_sums, [] {
-    pdl_wait();  // the activations are the previous kernel's output
-    pdl_launch_dependents();
-  });
-}
-
-struct GemvChainParams {
-  GemvParams ph[kGemvChainMax];
-  int tpw[kGemvChainMax];
-  int n = 0;
-  unsigned* barrier = nullptr;
-  QkvRopeParams rope;          // with rope_qkv: the q/k/v the last phase wrote, prepared as launch_qkv_rope does
-  float* rope_qkv = nullptr;
-  RowAttention att;            // with att.qkv: launch_attention_row's step before the first phase
-  bool att_bf16 = false;
-};
-
-struct Nop {
-  __device__ void operator()() const {}
-};
-
-// The chain's first step when it carries the layer's attention: launch_attention_row's (head, split) items,
-// four side by side a block (a quarter of 128 threads each, held together by named barrier 1 + quarter), over
-// the whole grid. The caller's grid barrier publishes their outputs.
-template <class T>
-__device__ __forceinline__ void chain_attention(const GemvChainParams& c, char* smem) {
-  static_assert(row_attn::kThreads == 128, "a chain block holds four items");
-  const int quarter = threadIdx.x >> 7, tid = threadIdx.x & 127;
-  const row_attn::Scratch sm = row_attn::carve(smem + size_t(quarter) * row_attn::kScratchBytes);
-  const int heads = c.att.ap.n_heads, items = heads * c.att.ap.grid_splits;
-  auto sync = [quarter] { asm volatile("bar.sync %0, 128;" ::"r"(1 + quarter) : "memory"); };
-  for (int it = blockIdx.x * 4 + quarter; it < items; it += gridDim.x * 4) {
-    // Fewer loads in flight than the kernel's (the same sums): the o projection's weight buffers hold registers.
-    row_attn::item<T, decltype(sync), Nop, 2, 2>(c.att.qkv, c.att.qp, c.att.ap, c.att.counters, it % heads,
-                                                 it / heads, tid, sm, sync, Nop{});
-    sync();  // the scratch is the next item's
-  }
-}
-
-// A layer's tail as one kernel: the o projection with the residual add, gate/up with the MLP norm and SwiGLU,
-// down with the residual add, then (when there is one) the next matmul that starts with a norm, the next
-// layer's q/k/v or the LM head, and optionally the layer's attention step before it all or the next layer's
-// RoPE step after it. Each phase is gemv_block with the layout and task split a launch of its own would take
-// at this block size, so its outputs have that launch's bits; between phases a grid barrier replaces the
-// kernel boundary, and each phase's first weight buffers go out before it, while the SM waits for the
-// slowest block of the phase before.
-template <int kWarps, int kLoads>
-__global__ void __launch_bounds__(kWarps * 32, 1) gemv_chain_kernel(const __grid_constant__ GemvChainParams c) {
-  extern __shared__ float4 xs[];
-  __shared__ float row_sums[1][32];
-  const int bx = blockIdx.x;
-  auto bar = [&] { grid_barrier(c.barrier); };
-  gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[0], c.tpw[0], bx, 0, xs, row_sums, [&] {
-    pdl_wait();
-    pdl_launch_dependents();
-    if (c.att.qkv) {  // the o projection's first weights are in flight meanwhile
-      if (c.att_bf16) chain_attention<__nv_bfloat16>(c, reinterpret_cast<char*>(xs));
-      else chain_attention<float>(c, reinterpret_cast<char*>(xs));
-      grid_barrier(c.barrier);
-    }
-  });
-  gemv_block<2, GemvEpilogue::Swiglu, true, kWarps, kLoads, 1>(c.ph[1], c.tpw[1], bx, 0, xs, row_sums, bar);
-  gemv_block<1, GemvEpilogue::Residual, false, kWarps, kLoads, 1>(c.ph[2], c.tpw[2], bx, 0, xs, row_sums, bar);
-  if (c.n > 3) gemv_block<1, GemvEpilogue::Store, true, kWarps, kLoads, 1>(c.ph[3], c.tpw[3], bx, 0, xs, row_sums, bar);
-  if (c.rope_qkv) {  // a block a head, as launch_qkv_rope's one-row windows (group 1) run them
-    bar();
-    float* out = reinterpret_cast<float*>(xs);
-    const int heads = c.rope.n_heads + 2 * c.rope.n_kv_heads;
-    for (int h = bx; h < heads; h += gridDim.x) {
-      qkv_rope_block(c.rope_qkv, c.rope, 0, h, 1, c.rope.n_heads, c.rope.n_kv_heads, out, out + kQkvMaxHeadDim);
-      __syncthreads();
-    }
-  }
-}
-
 size_t smem_for(int k) { return size_t((k + kChunk - 1) / kChunk) * kChunk * sizeof(float); }
 
 // STRATA_GEMV_BLOCK_ROWS (1-8), read once, fixes the rows a block serves instead of block_rows' choice, for
@@ -388,14 +306,6 @@ void configure_one() {
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock>, attr, int(kSmemMax)));
 }
 
-// STRATA_GEMV_CHAIN_LOADS (6 or 8), read once: the chain kernel's 16-byte weight loads a lane a buffer, for
-// measurements. 6 by default: with the four phases in one kernel, 8 (the single launches' layout) spills at
-// the 128 registers a thread that 16 warps an SM allow, 6 does not. It changes no bits.
-int chain_loads() {
-  static const int v = env_int("STRATA_GEMV_CHAIN_LOADS", 6, 8, 6);
-  return v >= 8 ? 8 : 6;
-}
-
 }  // namespace
 
 int device_sm_count() {
@@ -411,9 +321,6 @@ int device_sm_count() {
 bool gemv_supports(int k) { return k > 0 && k % 8 == 0 && smem_for(k) <= kSmemMax; }
 
 void configure_gemv() {
-  const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_chain_kernel<16, 8>, attr, int(kSmemMax)));
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_chain_kernel<16, 6>, attr, int(kSmemMax)));
   configure_one<1, GemvEpilogue::Store, false>();
   configure_one<1, GemvEpilogue::Store, true>();
   configure_one<1, GemvEpilogue::Residual, false>();
@@ -439,85 +346,6 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
            : launch_one<2, GemvEpilogue::Swiglu, false>(p, stream);
       break;
   }
-}
-
-void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope, const RowAttention* att) {
-  auto bad = [](const std::string& why) { throw Error("gemv chain: " + why); };
-  if (n < 3 || n > kGemvChainMax) bad("takes 3 or 4 phases, found " + std::to_string(n));
-  const GemvEpilogue want[kGemvChainMax] = {GemvEpilogue::Residual, GemvEpilogue::Swiglu, GemvEpilogue::Residual,
-                                            GemvEpilogue::Store};
-  const bool normed[kGemvChainMax] = {false, true, false, true};
-  for (int i = 0; i < n; ++i) {
-    const GemvParams& p = ph[i];
-    const std::string at = "phase " + std::to_string(i);
-    if (p.ep != want[i] || (p.norm != nullptr) != normed[i])
-      bad(at + " is not the layer tail's (o + residual, normed gate/up + SwiGLU, down + residual, normed store)");
-    if (p.rows != 1) bad(at + " has " + std::to_string(p.rows) + " rows; the chain takes one-row windows");
-    if (p.n <= 0) bad(at + " has no outputs");
-    if (!gemv_supports(p.k)) bad(at + ": inner dimension " + std::to_string(p.k) + " cannot be staged");
-  }
-  if (rope) {
-    if (n != kGemvChainMax) bad("the RoPE step follows a q/k/v phase, and there are only " + std::to_string(n) +
-                                " phases");
-    const int want = (rope->n_heads + 2 * rope->n_kv_heads) * rope->head_dim;
-    if (rope->n_heads <= 0 || rope->n_kv_heads <= 0)
-      bad("the RoPE step has " + std::to_string(rope->n_heads) + " q and " + std::to_string(rope->n_kv_heads) +
-          " kv heads");
-    if (ph[3].n != want)
-      bad("the last phase writes " + std::to_string(ph[3].n) + " values a row, not the " + std::to_string(want) +
-          " of the RoPE step's heads");
-    check_qkv_rope(*rope);
-  }
-  if (att) {
-    if (rope) bad("takes the attention step or the RoPE step, not both");
-    const AttentionParams& a = att->ap;
-    if (!att->qkv || !att->counters) bad("the attention step needs q/k/v rows and split counters");
-    if (!attention_row_supports(a.n_heads, a.n_kv_heads, a.head_dim))
-      bad("the attention step does not take " + std::to_string(a.n_heads) + " heads over " +
-          std::to_string(a.n_kv_heads) + " KV heads of head_dim " + std::to_string(a.head_dim));
-    if (a.rows != 1 || a.grid_splits <= 0) bad("the attention step takes one row and at least one split");
-    if (a.out != ph[0].x || ph[0].k != a.n_heads * a.head_dim)
-      bad("the o projection does not read the attention step's output");
-  }
-}
-
-void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream,
-                       const QkvRopeParams* rope, const RowAttention* att) {
-  check_gemv_chain(ph, n, rope, att);
-  if (!barrier) throw Error("gemv chain: no barrier words");
-  GemvChainParams c;
-  c.n = n;
-  c.barrier = barrier;
-  if (rope) {
-    c.rope = *rope;
-    c.rope_qkv = ph[3].y;
-  }
-  constexpr int warps = 16;
-  if (att) {
-    c.att = *att;
-    c.att_bf16 = att->ap.kv.type == KvType::BF16;
-  }
-  size_t smem = rope ? (kQkvMaxHeadDim + 32) * sizeof(float) : att ? 4 * row_attn::kScratchBytes : 0;
-  for (int i = 0; i < n; ++i) {
-    c.ph[i] = ph[i];
-    c.ph[i].rows_per_block = 1;
-    plan_blocks(ph[i].n, warps, &c.tpw[i]);
-    smem = std::max(smem, smem_for(ph[i].k));
-  }
-  // One block an SM, all resident at once (the grid barrier needs it): plan_blocks never asks for more, and
-  // each kernel's occupancy is checked once (a block that cannot be resident would hang the barrier).
-  static const bool fits = [] {
-    int a = 0, b = 0;
-    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, gemv_chain_kernel<warps, 8>, warps * 32, kSmemMax));
-    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, gemv_chain_kernel<warps, 6>, warps * 32, kSmemMax));
-    return a >= 1 && b >= 1;
-  }();
-  if (!fits) throw Error("gemv chain: a block of the chain kernel does not fit on an SM");
-  if (chain_loads() == 8)
-    launch_kernel(gemv_chain_kernel<warps, 8>, dim3(device_sm_count()), dim3(warps * 32), smem, stream, c);
-  else
-    launch_kernel(gemv_chain_kernel<warps, 6>, dim3(device_sm_count()), dim3(warps * 32), smem, stream, c);
-  STRATA_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace cuda

@@ -179,27 +179,6 @@ struct MatvecFold {
 };
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
                    const MatvecFold& fold = {});
-// A window's layer tail on the skinny kernel with the folds, as one kernel (matvec.cu; off unless
-// CudaBackendOptions::skinny_chain): ph[0] the o projection with the residual fold, ph[1] gate/up (n = ff,
-// Swiglu, normed), ph[2] down with the residual fold, optionally ph[3] the next layer's q/k/v (normed), each
-// giving the bits of its launch_matvec / launch_matvec_swiglu, with grid barriers between them; rope (after a
-// q/k/v phase) then launch_qkv_rope's work on those rows. For windows of up to 16 rows whose every phase fits
-// one wave of 16-output blocks (strata-tiny's shapes); matvec_chain_fits says whether a chain does, and
-// check_matvec_chain (with the SM count) throws strata::Error naming what does not. barrier: as
-// launch_gemv_chain's.
-struct MatvecChainPhase {
-  const void* w = nullptr;  // bf16
-  int n = 0, k = 0;
-  const float* x = nullptr;
-  float* y = nullptr;
-  MatvecFold fold;
-};
-constexpr int kMatvecChainMax = 4;
-void check_matvec_chain(const MatvecChainPhase* ph, int count, int rows, int sm_count,
-                        const QkvRopeParams* rope = nullptr);
-bool matvec_chain_fits(const MatvecChainPhase* ph, int count, int rows);
-void launch_matvec_chain(const MatvecChainPhase* ph, int count, int rows, unsigned* barrier, cudaStream_t stream,
-                         const QkvRopeParams* rope = nullptr);
 // The MLP's first half on the skinny kernel: w is the stacked [gate | up] matrix (2 ff rows of k), and
 // act[r][i] = silu(gate) * up with gate and up computed as launch_matvec computes them and the product as
 // launch_swiglu does, so it gives the bits of launch_matvec followed by launch_swiglu in one kernel (fold:
@@ -230,7 +209,7 @@ struct GemvParams {
   float* y = nullptr;
   int rows_per_block = 1;       // set by launch_gemv
 };
-// The current device's SM count, read once (the chain kernels' grid, the GEMV's task split).
+// The current device's SM count, read once (the GEMV's task split over one wave of blocks).
 int device_sm_count();
 // k a multiple of 8, short enough for the staged row (about 56k floats).
 bool gemv_supports(int k);
@@ -238,27 +217,6 @@ bool gemv_supports(int k);
 void configure_gemv();
 // Throws strata::Error for an unsupported k or a norm with the Residual epilogue.
 void launch_gemv(const GemvParams& p, cudaStream_t stream);
-// A one-row window's layer tail as one kernel (gemv.cu): ph[0] the o projection (Residual), ph[1] gate/up
-// (Swiglu, normed), ph[2] down (Residual), and optionally ph[3] the next normed Store (the next layer's q/k/v,
-// or the LM head), each giving the bits launch_gemv gives it, with grid barriers in place of kernel
-// boundaries. barrier: two zeroed words of device memory, reused by every launch on the stream (the barrier
-// leaves them ready for the next). check_gemv_chain throws strata::Error naming what does not fit.
-// rope (with 4 phases, the last the next layer's q/k/v): then launch_qkv_rope's work on that one row too, in
-// the same kernel after another barrier, with its bits. att: launch_attention_row's work on this layer's row
-// first (its inputs; ap.out is ph[0]'s x), with its bits, so the layer is one kernel; the o projection's
-// first weights are in flight meanwhile. att and rope exclude each other (the attention step prepares its
-// own q, k and v).
-struct RowAttention {
-  float* qkv = nullptr;
-  QkvRopeParams qp;
-  AttentionParams ap;
-  int* counters = nullptr;
-};
-constexpr int kGemvChainMax = 4;
-void check_gemv_chain(const GemvParams* ph, int n, const QkvRopeParams* rope = nullptr,
-                      const RowAttention* att = nullptr);
-void launch_gemv_chain(const GemvParams* ph, int n, unsigned* barrier, cudaStream_t stream,
-                       const QkvRopeParams* rope = nullptr, const RowAttention* att = nullptr);
 
 // For rows whose spec asks (kPickLogprobsWord), engine/sampling's compute_logprobs of the row's logits for
 // its pick (picks[r], run after the picks are final) into out[r][kLogprobWords] (see logprobs.cu). Nothing

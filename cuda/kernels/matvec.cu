@@ -24,9 +24,7 @@
 #include "cuda/kernels/attention_common.cuh"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
-#include "cuda/kernels/grid_barrier.cuh"
 #include "cuda/kernels/launch.cuh"
-#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -69,20 +67,17 @@ struct MatvecSmem {
 //
 // A block of KW warps computes MT tiles of 16 outputs (with Swiglu: tile 0 the gate rows j0 .., tile 1 their up
 // rows n + j0 ..) for NT column tiles of 8 rows starting at row r0 = bx * 8 NT. U chunks' weight loads
-// are in flight per warp before the first is used. The first U chunks' weights are loaded before wait():
+// are in flight per warp before the first is used. The first U chunks' weights are loaded before pdl_wait():
 // weights never depend on the previous kernel, so with programmatic dependent launch their fetch overlaps the
 // tail of the kernel before (the norm, RoPE or attention kernels that run between matmuls).
 //
-// Block (bx, by) of a launch whose grid has `out_parts` blocks in y (ceil(n / outputs a block)): row tile bx,
-// output tile by. wait() orders the reads of x (and of the fold's inputs) after their writer: pdl_wait() for a
-// kernel of its own, a grid barrier inside the chain kernel. A block past the outputs returns after it.
-// kL2: x read through the L2 (ld.global.cg) instead of the read-only path, for x written in the same kernel
-// (the chain kernel below); the same values either way.
-template <int KW, int MT, int NT, int U, bool Swiglu, bool Norm, class Wait, bool kL2 = false>
+// Block (bx, by) of mma_matvec_kernel's grid, which has out_parts (ceil(n / outputs a block)) blocks in y: row
+// tile bx, output tile by. A block past the outputs returns after pdl_wait().
+template <int KW, int MT, int NT, int U, bool Swiglu, bool Norm>
 __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict__ w, int n, int k,
                                                  const float* __restrict__ x, int rows, float* __restrict__ y,
                                                  const MatvecFold& fold, int bx, int by, int out_parts,
-                                                 MatvecSmem<KW, MT, NT, Norm>& sm, Wait wait) {
+                                                 MatvecSmem<KW, MT, NT, Norm>& sm) {
   auto& red = sm.red;
   constexpr int kRows = 8 * NT;
   constexpr int kSsCap = MatvecSmem<KW, MT, NT, Norm>::kSsCap;
@@ -121,7 +116,8 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
     }
   };
   load_weights(warp);
-  wait();  // x is the previous kernel's (or phase's) output
+  pdl_wait();  // x is the previous kernel's output
+  pdl_launch_dependents();
   if (j0 >= n) return;  // the same for the whole block
 
   // What the epilogue needs besides the sums goes out now, into shared memory (cp.async: no registers held
@@ -176,13 +172,8 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
       for (int q = 0; q < NT; ++q) {
         float4 x0 = make_float4(0.f, 0.f, 0.f, 0.f), x1 = x0;
         if (in_k && lx[q]) {
-          if constexpr (kL2) {
-            x0 = __ldcg(reinterpret_cast<const float4*>(xr[q] + kk));
-            x1 = __ldcg(reinterpret_cast<const float4*>(xr[q] + kk + 4));
-          } else {
-            x0 = __ldg(reinterpret_cast<const float4*>(xr[q] + kk));
-            x1 = __ldg(reinterpret_cast<const float4*>(xr[q] + kk + 4));
-          }
+          x0 = __ldg(reinterpret_cast<const float4*>(xr[q] + kk));
+          x1 = __ldg(reinterpret_cast<const float4*>(xr[q] + kk + 4));
         }
         uint32_t h[4], l[4];
         split4(x0, h[0], h[1], l[0], l[1]);
@@ -279,10 +270,7 @@ __global__ void __launch_bounds__(KW * 32) mma_matvec_kernel(const __nv_bfloat16
                                                              const float* __restrict__ x, int rows,
                                                              float* __restrict__ y, MatvecFold fold) {
   __shared__ MatvecSmem<KW, MT, NT, Norm> sm;
-  mma_matvec_block<KW, MT, NT, U, Swiglu, Norm>(w, n, k, x, rows, y, fold, blockIdx.x, blockIdx.y, gridDim.y, sm, [] {
-    pdl_wait();
-    pdl_launch_dependents();
-  });
+  mma_matvec_block<KW, MT, NT, U, Swiglu, Norm>(w, n, k, x, rows, y, fold, blockIdx.x, blockIdx.y, gridDim.y, sm);
 }
 
 template <int KW, int MT, int NT, int U, bool Swiglu>
@@ -431,76 +419,6 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
     launch_f32<Swiglu>(w, n, k, x, rows, y, stream);
 }
 
-// ---- the skinny chain: a window's layer tail as one kernel ------------------------------------------------
-struct MatvecChainParams {
-  MatvecChainPhase ph[kMatvecChainMax];
-  int parts[kMatvecChainMax];  // output tiles of each phase (the gridDim.y of its own launch)
-  int n = 0, rows = 0;
-  unsigned* barrier = nullptr;
-  QkvRopeParams rope;          // with rope_qkv: the q/k/v rows the last phase wrote, as launch_qkv_rope does them
-  float* rope_qkv = nullptr;
-};
-
-template <int NT>
-constexpr size_t matvec_chain_smem() {
-  size_t b = sizeof(MatvecSmem<16, 1, NT, false>);
-  b = b > sizeof(MatvecSmem<16, 2, NT, true>) ? b : sizeof(MatvecSmem<16, 2, NT, true>);
-  b = b > sizeof(MatvecSmem<16, 1, NT, true>) ? b : sizeof(MatvecSmem<16, 1, NT, true>);
-  const size_t rope = (kQkvMaxHeadDim + 32) * sizeof(float);
-  return b > rope ? b : rope;
-}
-
-// Phase i is block blockIdx.x of launch_matvec's (or launch_matvec_swiglu's) grid for it, with the same
-// template arguments (16 warps split k, as for every matrix of fewer than kw16_below() rows), so its outputs
-// have that launch's bits; a grid barrier between phases, each phase's first weight chunks loaded before it.
-// Every block a phase has is resident (one wave), so a block serves at most one output tile a phase. The
-// residual phases (0 and 2) give block b the same y tile, so the y values a thread stages in phase 2 are the
-// ones it wrote in phase 0; the normed phases read x and the partial sums through the L2, and the caller
-// gives them buffers no earlier phase of the kernel read (forward.cpp: xn / ss, then xn2 / ss2).
-template <int NT>
-__global__ void __launch_bounds__(16 * 32, 1) matvec_chain_kernel(const __grid_constant__ MatvecChainParams c) {
-  extern __shared__ __align__(16) char smem[];
-  const int by = blockIdx.x;
-  auto bar = [&] { grid_barrier(c.barrier); };
-  auto bf = [](const void* w) { return static_cast<const __nv_bfloat16*>(w); };
-  {
-    const MatvecChainPhase& p = c.ph[0];
-    mma_matvec_block<16, 1, NT, 8, false, false>(bf(p.w), p.n, p.k, p.x, c.rows, p.y, p.fold, 0, by, c.parts[0],
-                                                 *reinterpret_cast<MatvecSmem<16, 1, NT, false>*>(smem), [] {
-                                                   pdl_wait();
-                                                   pdl_launch_dependents();
-                                                 });
-  }
-  {
-    const MatvecChainPhase& p = c.ph[1];
-    mma_matvec_block<16, 2, NT, 4, true, true, decltype(bar), true>(
-        bf(p.w), p.n, p.k, p.x, c.rows, p.y, p.fold, 0, by, c.parts[1],
-        *reinterpret_cast<MatvecSmem<16, 2, NT, true>*>(smem), bar);
-  }
-  {
-    const MatvecChainPhase& p = c.ph[2];
-    mma_matvec_block<16, 1, NT, 8, false, false, decltype(bar), true>(
-        bf(p.w), p.n, p.k, p.x, c.rows, p.y, p.fold, 0, by, c.parts[2],
-        *reinterpret_cast<MatvecSmem<16, 1, NT, false>*>(smem), bar);
-  }
-  if (c.n > 3) {
-    const MatvecChainPhase& p = c.ph[3];
-    mma_matvec_block<16, 1, NT, 8, false, true, decltype(bar), true>(
-        bf(p.w), p.n, p.k, p.x, c.rows, p.y, p.fold, 0, by, c.parts[3],
-        *reinterpret_cast<MatvecSmem<16, 1, NT, true>*>(smem), bar);
-  }
-  if (c.rope_qkv) {  // a block a (row, head), as launch_qkv_rope runs windows of fewer than 32 rows
-    bar();
-    float* out = reinterpret_cast<float*>(smem);
-    const int heads = c.rope.n_heads + 2 * c.rope.n_kv_heads;
-    for (int it = blockIdx.x; it < c.rows * heads; it += gridDim.x) {
-      qkv_rope_block(c.rope_qkv, c.rope, it / heads, it % heads, 1, c.rope.n_heads, c.rope.n_kv_heads, out,
-                     out + kQkvMaxHeadDim);
-      __syncthreads();
-    }
-  }
-}
-
 }  // namespace
 
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
@@ -511,89 +429,6 @@ void launch_matvec(const void* w, WType t, int n, int k, const float* x, int row
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
                           cudaStream_t stream, const MatvecFold& fold) {
   launch_checked<true>(w, t, ff, k, x, rows, act, fold, stream);
-}
-
-}  // namespace cuda
-}  // namespace strata
-
-namespace strata {
-namespace cuda {
-
-void check_matvec_chain(const MatvecChainPhase* ph, int count, int rows, int sm_count, const QkvRopeParams* rope) {
-  auto bad = [](const std::string& why) { throw Error("matvec chain: " + why); };
-  if (count < 3 || count > kMatvecChainMax) bad("takes 3 or 4 phases, found " + std::to_string(count));
-  if (rows < 1 || rows > 16) bad("takes windows of 1 to 16 rows, found " + std::to_string(rows));
-  for (int i = 0; i < count; ++i) {
-    const MatvecChainPhase& p = ph[i];
-    const std::string at = "phase " + std::to_string(i);
-    const bool residual = i == 0 || i == 2, normed = i == 1 || i == 3;
-    if (p.n <= 0 || p.k <= 0 || p.k % 8 != 0) bad(at + " has shape " + std::to_string(p.n) + " x " + std::to_string(p.k));
-    if (residual != (p.fold.ss_out != nullptr) || normed != (p.fold.ss_in != nullptr))
-      bad(at + " is not the layer tail's (o + residual, normed gate/up + SwiGLU, down + residual, normed q/k/v)");
-    if (!p.fold.xn_out != !p.fold.next_norm) bad(at + ": xn_out and next_norm go together");
-    if (normed && size_t(rows) * size_t((p.k + 15) / 16) > 4096)
-      bad(at + ": " + std::to_string(rows) + " rows of partial sums do not fit the staged 4096");
-    const int stacked = i == 1 ? 2 * p.n : p.n;
-    if (stacked >= 65536) bad(at + " has " + std::to_string(stacked) + " rows; the chain's blocks split k 16 ways");
-    if ((p.n + 15) / 16 > sm_count)
-      bad(at + " needs " + std::to_string((p.n + 15) / 16) + " blocks, more than the " + std::to_string(sm_count) +
-          " SMs (one wave)");
-  }
-  if (rope) {
-    if (count != kMatvecChainMax) bad("the RoPE step follows a q/k/v phase, and there are only " + std::to_string(count) + " phases");
-    const int want = (rope->n_heads + 2 * rope->n_kv_heads) * rope->head_dim;
-    if (rope->n_heads <= 0 || rope->n_kv_heads <= 0 || ph[3].n != want)
-      bad("the last phase writes " + std::to_string(ph[3].n) + " values a row, not the RoPE step's " + std::to_string(want));
-    check_qkv_rope(*rope);
-  }
-}
-
-bool matvec_chain_fits(const MatvecChainPhase* ph, int count, int rows) {
-  try {
-    check_matvec_chain(ph, count, rows, device_sm_count(), nullptr);
-  } catch (const Error&) {
-    return false;
-  }
-  return true;
-}
-
-void launch_matvec_chain(const MatvecChainPhase* ph, int count, int rows, unsigned* barrier, cudaStream_t stream,
-                         const QkvRopeParams* rope) {
-  if (!barrier) throw Error("matvec chain: no barrier words");
-  const int sms = device_sm_count();
-  check_matvec_chain(ph, count, rows, sms, rope);
-  // kw16_below() is the launches' rule for 16 warps; a process that moved it keeps the separate launches.
-  if (kw16_below() != 65536) throw Error("matvec chain: STRATA_MATVEC_KW16_BELOW is set");
-  MatvecChainParams c;
-  c.n = count;
-  c.rows = rows;
-  c.barrier = barrier;
-  for (int i = 0; i < count; ++i) {
-    c.ph[i] = ph[i];
-    c.parts[i] = (ph[i].n + 15) / 16;
-  }
-  if (rope) {
-    c.rope = *rope;
-    c.rope_qkv = ph[3].y;
-  }
-  static const bool fits = [] {
-    int a = 0, b = 0;
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(matvec_chain_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(matvec_chain_smem<1>())));
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(matvec_chain_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(matvec_chain_smem<2>())));
-    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, matvec_chain_kernel<1>, 16 * 32,
-                                                                    matvec_chain_smem<1>()));
-    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, matvec_chain_kernel<2>, 16 * 32,
-                                                                    matvec_chain_smem<2>()));
-    return a >= 1 && b >= 1;
-  }();
-  if (!fits) throw Error("matvec chain: a block of the chain kernel does not fit on an SM");
-  if (rows <= 8)
-    launch_kernel(matvec_chain_kernel<1>, dim3(sms), dim3(16 * 32), matvec_chain_smem<1>(), stream, c);
-  else
-    launch_kernel(matvec_chain_kernel<2>, dim3(sms), dim3(16 * 32), matvec_chain_smem<2>(), stream, c);
-  STRATA_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace cuda

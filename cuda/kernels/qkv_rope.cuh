@@ -37,7 +37,7 @@ __device__ __forceinline__ void prepare_heads_synced(const float* x, const float
                                                      int nthreads, Sync sync) {
   for (int e = tid; e < count * hd; e += nthreads) {
     const int t = e / hd, d = e - t * hd;
-    const float xe = __ldcg(x + e);  // through the L2: in the GEMV chain another SM wrote it in this kernel
+    const float xe = __ldcg(x + e);  // through the L2 (ld.global.cg): each value is read once
     const float v = xr ? __fadd_rn(xe, xr[e]) : xe;
     out[t * out_stride + d] = bias ? __fadd_rn(v, bias[e]) : v;
   }
@@ -103,7 +103,7 @@ inline void check_qkv_rope(const QkvRopeParams& p) {
 // prepare_heads does it (bias, q/k norm, RoPE; each head's bits as if it were alone), then q goes back in
 // place and k and v into the KV cell the slot's block table gives for the row's position (kv_offset), rounded
 // to bf16 when the arena stores bf16. out: group * head_dim floats of shared memory, inv: group floats. Every
-// thread of the block calls it (launch_qkv_rope's blocks, and the GEMV chain's last phase).
+// thread of the block calls it (launch_qkv_rope's blocks).
 __device__ __forceinline__ void qkv_rope_block(float* qkv, const QkvRopeParams& p, int r, int grp, int group,
                                                int q_groups, int kv_groups, float* out, float* inv) {
   const int hd = p.head_dim, half = hd / 2;

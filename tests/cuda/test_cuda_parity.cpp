@@ -48,19 +48,15 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
   // rows 16: windows of up to 16 rows on the fused GEMV (a draft model's backend), prompts of 17+ on cuBLAS.
   // Both KV dtypes, each against the CPU backend storing K/V the same way; transformers' greedy tokens (an
   // fp32 cache) are the reference for the fp32 cache only, its logits for both.
-  // 6: as 2, with each one-row window's layer tail as one kernel (gemv_chain); 7: as 3 on the chain (a layer
-  // of a one-row window is one kernel).
-  const int path = GENERATE(0, 1, 2, 3, 4, 5, 6, 7);
+  const int path = GENERATE(0, 1, 2, 3, 4, 5);
   const int gemm_min_rows = path == 0 ? 65 : path == 5 ? kServerGemmMinRows : 1;
-  const bool fused_gemv = path >= 2, row_attention = path == 3 || path == 7, tc_lean = path == 4;
-  const bool chain = path >= 6;
+  const bool fused_gemv = path >= 2, row_attention = path == 3, tc_lean = path == 4;
   const int fused_gemv_rows = path == 5 ? kDraftFusedGemvRows : 0;
   const DType kv = GENERATE(DType::F32, DType::BF16);
   for (const std::string& dir : golden_dirs()) {
     DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " gemm_min_rows " << gemm_min_rows
                                                    << (fused_gemv ? " fused gemv" : "")
                                                    << (fused_gemv_rows ? " up to 16 rows" : "")
-                                                   << (chain ? " chained" : "")
                                                    << (row_attention ? " + row attention" : "")
                                                    << (tc_lean ? " + lean attention" : "") << " kv "
                                                    << dtype_name(kv)) {
@@ -79,7 +75,6 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
       go.fused_gemv = fused_gemv;
       go.fused_gemv_rows = fused_gemv_rows;
       go.fused_row_attention = row_attention;
-      go.gemv_chain = chain;
       go.attention_tc_lean = tc_lean ? 1 : 0;
       go.kv_cache_dtype = kv;
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) {

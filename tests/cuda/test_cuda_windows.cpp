@@ -30,14 +30,6 @@ std::vector<RowResult> single_rows(CudaBackend& be, SlotId s, const std::vector<
   return out;
 }
 
-// The chain kernels' test models: two bf16 fixtures (matrices of a few blocks) and strata-tiny (32-128).
-std::vector<std::string> chain_model_dirs() {
-  std::vector<std::string> dirs;
-  for (const char* name : {"llama", "qwen3"}) dirs.push_back(models_dir() + "/" + name);
-  dirs.push_back(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
-  return dirs;
-}
-
 }  // namespace
 
 TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T single-row windows") {
@@ -74,86 +66,6 @@ TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T singl
           CHECK(same_bits(got[size_t(t)].logits, want[size_t(prefix + t)].logits));
           CHECK(got[size_t(t)].pick == want[size_t(prefix + t)].pick);
         }
-      }
-    }
-  }
-}
-
-TEST_CASE("one-row windows on the GEMV chain give the bits of the fused GEMV's separate launches") {
-  REQUIRE(CudaBackend::device_count() > 0);
-  // The server's decode path without speculation (every window of 2+ rows on cuBLAS, single rows on the fused
-  // GEMV), with each layer's tail as one kernel (gemv_chain) or as four launches. The fixtures' matrices fill
-  // a few blocks (most of the chain's grid idles through every phase); strata-tiny's fill 32-128.
-  const std::vector<std::string> dirs = chain_model_dirs();
-  const DType kv = GENERATE(DType::F32, DType::BF16);
-  // With the one-row attention kernel the chain starts with the same attention step (a layer is one kernel);
-  // without it the chain ends with the next layer's q/k norm, RoPE and KV store.
-  const bool row_attention = GENERATE(false, true);
-  for (const std::string& dir : dirs) {
-    DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " kv " << dtype_name(kv)
-                                                   << (row_attention ? " row attention" : "")) {
-      auto model = load_model(dir);
-      if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;
-      // Every position as a one-row window, so nothing runs on cuBLAS (whose timed algorithm choice could
-      // differ between the two backends).
-      const int n = 24;
-      const auto tokens = prompt_tokens(n, model->config.vocab_size, 5);
-      std::vector<std::vector<RowResult>> runs;
-      for (bool chain : {false, true}) {
-        CudaBackendOptions o = small_options(1, 64, kv);
-        o.gemm_min_rows = 1;
-        o.gemm_autotune = false;
-        o.gemv_chain = chain;
-        o.fused_row_attention = row_attention;
-        CudaBackend be(*model, o);
-        const SlotId s = be.open_slot();
-        be.set_sampling(s, SamplingParams{0.0f});
-        runs.push_back(single_rows(be, s, tokens, n));
-      }
-      REQUIRE(runs[0].size() == runs[1].size());
-      for (size_t i = 0; i < runs[0].size(); ++i) {
-        INFO("position " << i);
-        CHECK(same_bits(runs[1][i].logits, runs[0][i].logits));
-        CHECK(runs[1][i].pick == runs[0][i].pick);
-      }
-    }
-  }
-}
-
-TEST_CASE("windows of 1 to 16 rows on the skinny chain give the bits of the separate skinny launches") {
-  REQUIRE(CudaBackend::device_count() > 0);
-  // The speculation path (windows of up to 16 rows on the skinny kernel with its folds), each layer's tail as
-  // one kernel (skinny_chain) or as separate launches: a prefix, then windows of T rows continuing it.
-  const std::vector<std::string> dirs = chain_model_dirs();
-  const DType kv = GENERATE(DType::F32, DType::BF16);
-  for (const std::string& dir : dirs) {
-    DYNAMIC_SECTION(dir.substr(dir.rfind('/') + 1) << " kv " << dtype_name(kv)) {
-      auto model = load_model(dir);
-      if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;
-      const int prefix = 5;
-      const std::vector<int> sizes = {1, 2, 5, 8, 12, 16};
-      const auto tokens = prompt_tokens(prefix + 16, model->config.vocab_size, 9);
-      std::vector<std::vector<RowResult>> runs;
-      for (bool chain : {false, true}) {
-        CudaBackendOptions o = small_options(1, 64, kv);
-        o.gemm_min_rows = kServerGemmMinRows;
-        o.skinny_chain = chain;
-        CudaBackend be(*model, o);
-        const SlotId s = be.open_slot();
-        be.set_sampling(s, SamplingParams{0.0f});
-        std::vector<RowResult> got;
-        for (int T : sizes) {
-          be.reset_slot(s);
-          be.run_window(chunk(s, tokens, 0, prefix));
-          for (RowResult& r : be.run_window(chunk(s, tokens, prefix, T, true))) got.push_back(std::move(r));
-        }
-        runs.push_back(std::move(got));
-      }
-      REQUIRE(runs[0].size() == runs[1].size());
-      for (size_t i = 0; i < runs[0].size(); ++i) {
-        INFO("row " << i);
-        CHECK(same_bits(runs[1][i].logits, runs[0][i].logits));
-        CHECK(runs[1][i].pick == runs[0][i].pick);
       }
     }
   }

@@ -12,8 +12,7 @@
 #   ncubatch1b ncubatch8b (per-kernel times of decode windows at NCU_BATCH batch sizes); ncumixed1b ncumixed8b
 #   (the same for mixed windows of NCU_MIXED, e.g. 64:128 = 64 decode rows and a 128-row prompt chunk); ab1b ab8b (decode
 #   under each of VARIANTS, e.g. VARIANTS="--fused-gemv on;--fused-gemv off", AB_ROUNDS times alternated,
-#   AB_BATCH batch sizes; abtiny the same on models/strata-tiny); chaintest (the chain kernels' GPU tests alone;
-#   the session stops if it fails, so put it before the steps that run the chain, e.g. VARIANTS="--gemv-chain off;--gemv-chain on" ab1b). BENCH_EXTRA adds
+#   AB_BATCH batch sizes; abtiny the same on models/strata-tiny). BENCH_EXTRA adds
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
 #   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512); SWEEP_SPLIT=1 runs each level
 #   on its own and saves the engine's window metrics after each (metrics_STEP_cN.txt).
@@ -46,11 +45,6 @@ for step in $steps; do
       git rev-parse HEAD 2>/dev/null || true ;;
     test)
       run timeout 180 "$bin/test_cuda" -d yes 2>&1 | tee "$out/test_cuda.log" | grep -E "PASSED|FAILED|passed|failed|error|s: " | tail -60 ;;
-    chaintest)  # the two chain kernels' bit tests alone, first: a wrong or hanging chain ends the session here
-      if ! run timeout 120 "$bin/test_cuda" "one-row windows on the GEMV chain*,windows of 1 to 16 rows on the skinny chain*" >"$out/chaintest.log" 2>&1; then
-        tail -30 "$out/chaintest.log"; echo "chaintest failed: stopping"; exit 1
-      fi
-      tail -2 "$out/chaintest.log" ;;
     serve)
       make_model 1b /tmp/llama-1b
       LD_LIBRARY_PATH="$libs" "$bin/strata" serve --model /tmp/llama-1b --device cuda --port 18080 --max-slots 8 --ctx-size 4096 >"$out/serve.log" 2>&1 &
