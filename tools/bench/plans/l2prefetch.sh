@@ -1,6 +1,6 @@
 # device_call.sh plan: the L2 prefetch of each layer's o and gate/up weights during the RoPE step and attention
-# (STRATA_L2_PREFETCH_MB), against none, alternated: 1B and 8B batch-1 decode, strata-tiny, then the GPU tests
-# with it on (the prefetch must change no bits: picks_fnv must match across variants).
+# (STRATA_L2_PREFETCH_MB), against none, alternated: 1B and 8B batch-1 decode, the GPU tests with it
+# on, then strata-tiny (the prefetch must change no bits: picks_fnv must match across variants).
 $S $B info
 ab() {  # model, MB values, rounds
   for round in $(seq "$3"); do
@@ -15,5 +15,5 @@ python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b
 ab /tmp/llama-1b "0 16 32" 2
 python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b
 ab /tmp/llama-8b "0 16 32" 1
-ab models/strata-tiny "0 4" 1
 STRATA_L2_PREFETCH_MB=16 $S $B test
+ab models/strata-tiny "0 4" 1
