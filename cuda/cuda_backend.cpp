@@ -159,6 +159,8 @@ struct CudaBackend::Impl {
     if (opts.host_threads < 0) bad("host_threads must be >= 0, found " + std::to_string(opts.host_threads));
     if (opts.gemm_min_rows < 1) bad("gemm_min_rows must be >= 1, found " + std::to_string(opts.gemm_min_rows));
     if (opts.fused_gemv_rows < 0) bad("fused_gemv_rows must be >= 0, found " + std::to_string(opts.fused_gemv_rows));
+    if (opts.l2_prefetch_mb < 0 || opts.l2_prefetch_mb > 64)
+      bad("l2_prefetch_mb must be within [0, 64], found " + std::to_string(opts.l2_prefetch_mb));
     if (opts.kv_cache_dtype != DType::F32 && opts.kv_cache_dtype != DType::BF16)
       bad(std::string("kv_cache_dtype must be f32 or bf16, found ") + dtype_name(opts.kv_cache_dtype));
     if (opts.kv_cache_dtype == DType::BF16 && cfg.head_dim % 8 != 0)
@@ -349,9 +351,7 @@ struct CudaBackend::Impl {
     // steps both ways.
     fwd.fused_row_attention = cuda::env_int("STRATA_FUSED_ROW_ATTENTION", 0, 1, opts.fused_row_attention ? 1 : 0) != 0;
     fwd.device_logprobs = opts.device_logprobs;
-    // STRATA_L2_PREFETCH_MB: megabytes of each layer's o and gate/up weights the RoPE step prefetches into the
-    // L2 (forward.cpp), off until timed.
-    fwd.l2_prefetch_bytes = size_t(cuda::env_int("STRATA_L2_PREFETCH_MB", 0, 64, 0)) << 20;
+    fwd.l2_prefetch_bytes = size_t(cuda::env_int("STRATA_L2_PREFETCH_MB", 0, 64, opts.l2_prefetch_mb)) << 20;
     // The skinny kernel's norm and residual folds (MatvecFold) save a launch each but add a short epilogue to
     // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one
     // wave of 16-output blocks (strata-tiny: 5-7 % a window) and cost 1-2 % at the 1B and 8B shapes

@@ -99,6 +99,10 @@ struct CudaBackendOptions {
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it.
   bool fused_row_attention = false;
+  // Megabytes (0-64) of each layer's o and gate/up weights the RoPE step prefetches into the L2 while the HBM
+  // has little else to move (forward.cpp); 0: none. Changes no value. Off until timed on a GPU
+  // (docs/cuda-notes.md); STRATA_L2_PREFETCH_MB overrides it.
+  int l2_prefetch_mb = 0;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;

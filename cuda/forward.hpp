@@ -54,7 +54,7 @@ struct ForwardContext {
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
-  size_t l2_prefetch_bytes = 0;      // of o and gate/up weights, prefetched during attention (forward.cpp)
+  size_t l2_prefetch_bytes = 0;      // CudaBackendOptions::l2_prefetch_mb, in bytes
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,
