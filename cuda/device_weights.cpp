@@ -84,7 +84,7 @@ DeviceWeights upload_weights(const Model& model, bool round_to_bf16) {
     if (s.shape.size() == 2 && ck.get(s.name).dtype != DType::BF16) all_bf16 = false;
   DeviceWeights w;
   w.type = (all_bf16 || round_to_bf16) ? WType::BF16 : WType::F32;
-  const size_t msize = w.type == WType::BF16 ? 2 : 4;
+  const size_t msize = wtype_bytes(w.type);
 
   std::vector<Piece> pieces;
   size_t cursor = 0;

@@ -1,5 +1,6 @@
 #include "cuda/forward.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "cuda/gemm.hpp"
@@ -156,9 +157,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     size_t left = ctx.l2_prefetch_bytes;
     const DeviceMatrix* m[L2Prefetch::kRegions] = {&Ly.wo, &Ly.wgu};
     for (int r = 0; r < L2Prefetch::kRegions && left > 0; ++r) {
-      const size_t bytes = size_t(m[r]->rows) * size_t(m[r]->cols) * (m[r]->type == WType::BF16 ? 2 : 4);
       pf.ptr[r] = m[r]->ptr;
-      pf.bytes[r] = std::min(left, bytes) / 16 * 16;
+      pf.bytes[r] = std::min(left, m[r]->bytes()) / 16 * 16;
       left -= pf.bytes[r];
     }
     return pf;

@@ -14,6 +14,7 @@ namespace cuda {
 
 // How a weight matrix is stored on the device: bf16, or fp32 holding an f16/f32 checkpoint's exact values.
 enum class WType { BF16, F32 };
+inline size_t wtype_bytes(WType t) { return t == WType::BF16 ? 2 : 4; }
 
 // x[r][:] = table[tokens[r]][:] widened to fp32.
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
