@@ -103,6 +103,11 @@ struct CudaBackendOptions {
   // has little else to move (forward.cpp); 0: none. Changes no value. Off until timed on a GPU
   // (docs/cuda-notes.md); STRATA_L2_PREFETCH_MB overrides it.
   int l2_prefetch_mb = 0;
+  // Windows on the fused GEMV whose rows need at most forward.hpp's kMergeInOMaxSplits attention splits leave the splits
+  // unmerged, and the o matmul merges them while staging its input (attention_combine's arithmetic: the same
+  // bits), one kernel a layer fewer. Off until timed on a GPU (docs/cuda-notes.md);
+  // STRATA_ATTENTION_MERGE_IN_O=0|1 overrides it.
+  bool attention_merge_in_o = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;
@@ -155,6 +160,7 @@ class CudaBackend : public Backend {
 
   CudaMemoryReport memory() const;
   int graphs_captured() const;    // window shapes captured so far (tests, metrics)
+  int kernels_last_captured() const;  // kernel launches in the graph captured last (tests)
   int chains_on_device() const;   // run_chain calls whose picks were fed on the device (tests)
   // The slot's physical KV blocks in position order (SlotBook::block_table), what its device table row holds
   // after its next window's upload (tests).

@@ -74,12 +74,17 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // after the tensor-core kernel and its split merge have served the short ones (decode rows). The merge runs
   // over every row of the window, so flash must come after it: it overwrites the rows of its own tiles.
   const bool flash_long = tc && shape.flash_tiles_cap > 0;
+  // Windows on the fused GEMV with few splits a row: attention leaves its splits unmerged and the o matmul
+  // merges them as it stages its input (the combine kernel's bits, one launch a layer fewer).
+  const bool merge_in_o = gemv && ctx.attention_merge_in_o && !row_attention && !flash && !flash_long &&
+                          shape.splits_cap <= kMergeInOMaxSplits && split_merge_in_gemv_supports(HD);
   if (shape.flash_tiles_cap > 0 && !(flash_long && flash_attention_supports(HD)))
     throw Error("cuda forward: a window with flash tiles needs the tensor-core attention and flash attention");
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
+                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr,
+                   const SplitMerge& merge = SplitMerge{}) {
     GemvParams g;
     g.w = m.ptr;
     g.n = n;
@@ -92,6 +97,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
+    g.merge = merge;
     launch_gemv(g, stream);
   };
 
@@ -137,6 +143,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   ap.max_tiles = shape.tiles_cap;
   ap.max_splits = ws.max_splits;
   ap.tc_lean = ctx.attention_tc_lean;
+  ap.defer_merge = merge_in_o;
   ap.grid_splits = shape.splits_cap;
   ap.rows = T;
   ap.part_acc = ws.part_acc;
@@ -197,7 +204,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
         launch_attention(ap, stream);
     }
     if (gemv) {
-      fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
+      fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x, -1, nullptr,
+            merge_in_o ? split_merge_of(ap) : SplitMerge{});
       fused(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
       fused(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
       continue;

@@ -180,6 +180,53 @@ TEST_CASE("a row's logits are bit-identical alone and beside 7 or 63 other slots
   }
 }
 
+TEST_CASE("the o matmul's merge of attention splits gives the combine kernel's bits, 1 to 16 rows, across splits") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  const DType kv = GENERATE(DType::F32, DType::BF16);
+  // gemm min rows 1: one-row windows on the fused GEMV beside the tensor-core attention (bf16 arena), the
+  // server's decode path; fused GEMV rows 16: windows of up to 16 rows beside the fixed-order attention.
+  const bool draft_path = GENERATE(false, true);
+  // head_dim 16 and 48 (fixtures), 64 (strata-tiny: the tensor-core attention on a bf16 arena).
+  for (const std::string dir : {models_dir() + "/llama", models_dir() + "/qwen3",
+                                std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny"}) {
+    DYNAMIC_SECTION(dir << " kv " << dtype_name(kv) << (draft_path ? " up to 16 rows" : " one row")) {
+      auto model = load_model(dir);
+      if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;
+      auto make = [&](bool merge) {
+        CudaBackendOptions o = small_options(1, 512, kv);
+        o.gemm_min_rows = draft_path ? kServerGemmMinRows : 1;
+        o.fused_gemv_rows = draft_path ? kDraftFusedGemvRows : 0;
+        o.attention_merge_in_o = merge;
+        return std::make_unique<CudaBackend>(*model, o);
+      };
+      auto plain = make(false), merged = make(true);
+      const SlotId a = plain->open_slot(), b = merged->open_slot();
+      const int n = 250;  // past a split boundary (kAttnSplit 128), the windows below crossing the next
+      const auto p = prompt_tokens(n + 40, model->config.vocab_size, 6);
+      plain->run_window(chunk(a, p, 0, n));
+      merged->run_window(chunk(b, p, 0, n));
+      int at = n;
+      for (int T : {1, 1, 3, 16, 1, 8, 2}) {
+        if (!draft_path) T = 1;
+        INFO("window of " << T << " rows at position " << at);
+        const int captured = merged->graphs_captured();
+        const auto want = plain->run_window(chunk(a, p, at, T, true));
+        const auto got = merged->run_window(chunk(b, p, at, T, true));
+        if (merged->graphs_captured() > captured)  // a new shape: one combine launch a layer fewer
+          CHECK(merged->kernels_last_captured() ==
+                plain->kernels_last_captured() - model->config.num_layers);
+        REQUIRE(got.size() == want.size());
+        for (int t = 0; t < T; ++t) {
+          INFO("row " << t);
+          CHECK(same_bits(got[size_t(t)].logits, want[size_t(t)].logits));
+          CHECK(got[size_t(t)].pick == want[size_t(t)].pick);
+        }
+        at += T;
+      }
+    }
+  }
+}
+
 TEST_CASE("rows of one slot interleaved with another slot's rows keep their bits") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
