@@ -354,6 +354,7 @@ struct CudaBackend::Impl {
     fwd.l2_prefetch_bytes = size_t(cuda::env_int("STRATA_L2_PREFETCH_MB", 0, 64, opts.l2_prefetch_mb)) << 20;
     fwd.attention_merge_in_o =
         cuda::env_int("STRATA_ATTENTION_MERGE_IN_O", 0, 1, opts.attention_merge_in_o ? 1 : 0) != 0;
+    fwd.rope_in_attention = cuda::env_int("STRATA_ROPE_IN_ATTENTION", 0, 1, opts.rope_in_attention ? 1 : 0) != 0;
     // The skinny kernel's norm and residual folds (MatvecFold) save a launch each but add a short epilogue to
     // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one
     // wave of 16-output blocks (strata-tiny: 5-7 % a window) and cost 1-2 % at the 1B and 8B shapes

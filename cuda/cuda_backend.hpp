@@ -108,6 +108,11 @@ struct CudaBackendOptions {
   // bits), one kernel a layer fewer. Off until timed on a GPU (docs/cuda-notes.md);
   // STRATA_ATTENTION_MERGE_IN_O=0|1 overrides it.
   bool attention_merge_in_o = false;
+  // Windows on the tensor-core attention where each slot has one query tile (decode batches, verify runs on
+  // the GEMM path) skip the RoPE step: the attention kernel prepares q, k and v itself (the same bits) and
+  // copies the older K/V rows before the q/k/v matmul ends. Off until timed on a GPU (docs/cuda-notes.md);
+  // STRATA_ROPE_IN_ATTENTION=0|1 overrides it.
+  bool rope_in_attention = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;

@@ -78,6 +78,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // merges them as it stages its input (the combine kernel's bits, one launch a layer fewer).
   const bool merge_in_o = gemv && ctx.attention_merge_in_o && !row_attention && !flash && !flash_long &&
                           shape.splits_cap <= kMergeInOMaxSplits && split_merge_in_gemv_supports(HD);
+  // Windows on the tensor-core attention where each slot has one tile: no RoPE step, the attention kernel
+  // prepares q, k and v itself (AttentionParams::rope_in_attention).
+  const bool rope_in_attention = tc && !flash_long && !row_attention && ctx.rope_in_attention && shape.tile_per_slot;
   if (shape.flash_tiles_cap > 0 && !(flash_long && flash_attention_supports(HD)))
     throw Error("cuda forward: a window with flash tiles needs the tensor-core attention and flash attention");
 
@@ -191,7 +194,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (row_attention) {
       launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
     } else {
-      launch_qkv_rope(ws.qkv, T, qp, weights_after_attention(Ly), stream);
+      ap.rope_in_attention = rope_in_attention;
+      ap.rope = qp;
+      if (!rope_in_attention) launch_qkv_rope(ws.qkv, T, qp, weights_after_attention(Ly), stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {

@@ -61,6 +61,7 @@ struct ForwardContext {
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
   size_t l2_prefetch_bytes = 0;      // CudaBackendOptions::l2_prefetch_mb, in bytes
   bool attention_merge_in_o = false; // CudaBackendOptions::attention_merge_in_o
+  bool rope_in_attention = false;    // CudaBackendOptions::rope_in_attention
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

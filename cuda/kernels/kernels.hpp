@@ -126,6 +126,11 @@ struct AttentionParams {
   // The splits are left in part_acc / part_ml for the o matmul to merge (GemvParams::merge): out and out16
   // are not written and no combine kernel runs.
   bool defer_merge = false;
+  // launch_attention_tc only: qkv holds the q/k/v matmul's raw output, and the kernel does qkv_rope's work
+  // itself (rope: launch_qkv_rope's parameters; the same bits). Only for windows where each slot has one
+  // query tile (WindowShape::tile_per_slot): a tile then reads no K/V row another block prepares.
+  bool rope_in_attention = false;
+  QkvRopeParams rope;
 };
 
 #if defined(__CUDACC__)

@@ -227,6 +227,71 @@ TEST_CASE("the o matmul's merge of attention splits gives the combine kernel's b
   }
 }
 
+TEST_CASE("RoPE in the tensor-core attention gives the RoPE step's bits, one tile a slot or not, merged or not") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  // strata-tiny: head_dim 64, the tensor-core attention on a bf16 arena, every window on the GEMM path.
+  auto model = load_model(std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny");
+  const int L = model->config.num_layers, V = model->config.vocab_size;
+  auto make = [&](bool rope, bool merge) {
+    CudaBackendOptions o = small_options(3, 512, DType::BF16);
+    o.gemm_min_rows = 1;
+    o.rope_in_attention = rope;
+    o.attention_merge_in_o = merge;
+    return std::make_unique<CudaBackend>(*model, o);
+  };
+  std::unique_ptr<CudaBackend> be[3] = {make(false, false), make(true, false), make(true, true)};
+  for (auto& b : be)  // slots 0, 1, 2 on each, greedy
+    for (SlotId s = 0; s < 3; ++s) {
+      REQUIRE(b->open_slot() == s);
+      b->set_sampling(s, SamplingParams{0.0f});
+    }
+  const auto pa = prompt_tokens(300, V, 1), pb = prompt_tokens(300, V, 2), pc = prompt_tokens(300, V, 3);
+  // Each window with the number of RoPE launches (one a layer) and combine launches (one-row windows on the
+  // fused GEMV) the folds save.
+  struct Step {
+    Window w;
+    bool one_tile_a_slot, one_row;
+  };
+  std::vector<Step> steps;
+  steps.push_back({chunk(0, pa, 0, 130), false, false});  // prompts: tiles of 16 rows
+  steps.push_back({chunk(1, pb, 0, 250), false, false});
+  steps.push_back({chunk(0, pa, 130, 1, true), true, true});  // decode rows
+  steps.push_back({chunk(1, pb, 250, 1, true), true, true});
+  Window batch = chunk(0, pa, 131, 1, true);  // a decode batch, then verify runs of 5 and 3 rows beside a row
+  batch.rows.push_back(row(1, pb[251], 251, true, true));
+  steps.push_back({batch, true, false});
+  Window verify = chunk(1, pb, 252, 5, true);  // across the split boundary at 256
+  for (const Row& r : chunk(0, pa, 132, 3, true).rows) verify.rows.push_back(r);
+  steps.push_back({verify, true, false});
+  Window mixed = chunk(2, pc, 0, 40);  // a prompt chunk beside a decode row: the RoPE step stays
+  mixed.rows.push_back(row(0, pa[135], 135, true, true));
+  steps.push_back({mixed, false, false});
+  steps.push_back({chunk(2, pc, 40, 1, true), true, true});
+  for (size_t i = 0; i < steps.size(); ++i) {
+    INFO("window " << i);
+    std::vector<RowResult> got[3];
+    int kernels[3] = {0, 0, 0};
+    for (int b = 0; b < 3; ++b) {
+      const int before = be[b]->graphs_captured();
+      got[b] = be[b]->run_window(steps[i].w);
+      kernels[b] = be[b]->graphs_captured() > before ? be[b]->kernels_last_captured() : -1;
+    }
+    for (int b = 1; b < 3; ++b) {
+      REQUIRE(got[b].size() == got[0].size());
+      for (size_t r = 0; r < got[0].size(); ++r) {
+        INFO("backend " << b << " row " << r);
+        CHECK(same_bits(got[b][r].logits, got[0][r].logits));
+        CHECK(got[b][r].pick == got[0][r].pick);
+      }
+    }
+    if (kernels[0] >= 0 && kernels[1] >= 0 && kernels[2] >= 0) {
+      const int rope = steps[i].one_tile_a_slot ? L : 0, merge = steps[i].one_row ? L : 0;
+      CHECK(kernels[1] == kernels[0] - rope);
+      CHECK(kernels[2] == kernels[0] - rope - merge);
+    }
+  }
+}
+
 TEST_CASE("rows of one slot interleaved with another slot's rows keep their bits") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
