@@ -196,6 +196,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     } else {
       ap.rope_in_attention = rope_in_attention;
       ap.rope = qp;
+      ap.prefetch = rope_in_attention ? weights_after_attention(Ly) : L2Prefetch{};
       if (!rope_in_attention) launch_qkv_rope(ws.qkv, T, qp, weights_after_attention(Ly), stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);

@@ -27,6 +27,7 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
+#include "cuda/kernels/l2_prefetch.cuh"
 #include "cuda/kernels/launch.cuh"
 #include "cuda/kernels/mma_tile.cuh"
 #include "cuda/kernels/qkv_rope.cuh"
@@ -174,6 +175,10 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
     copy_rows(0, jn);
     cp_async_commit();
     pdl_wait();  // the q/k/v matmul's output
+    // The RoPE step's L2 prefetch, by the blocks of split 0 and tile 0 (every kv head has them; others may
+    // return early).
+    if (split == 0 && tile == 0)
+      issue_l2_prefetch(a.prefetch, size_t(gridDim.y) * kThreads, size_t(g) * kThreads + tid);
     prepare_new_kv<HD>(a, row0, p0, s_begin, jn, nsp, g, sOff, ks, vs, S::LD, kLean, merge, sML);
   } else {
     pdl_wait();  // K/V of this window's rows and q are the previous kernel's output

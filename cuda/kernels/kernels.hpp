@@ -92,6 +92,13 @@ constexpr int kAttnSplit = 128;
 constexpr int kAttnQueryTile = 16;  // rows of one slot at consecutive positions that share K/V tile loads
 constexpr int kAttnStagedMaxRows = 16;  // larger windows may take the pipelined attention kernel (same bits)
 
+// Weights a later kernel reads, for an earlier kernel to prefetch into the L2 (l2_prefetch.hpp).
+struct L2Prefetch {
+  static constexpr int kRegions = 2;
+  const void* ptr[kRegions] = {nullptr, nullptr};  // 16-byte aligned
+  size_t bytes[kRegions] = {0, 0};                 // multiples of 16
+};
+
 // Where a window's attention splits wait to be merged (AttentionParams' part_acc, part_ml and pos): the
 // merge of row r's head h is attention_combine's, wherever it runs (split_merge.cuh).
 struct SplitMerge {
@@ -131,6 +138,7 @@ struct AttentionParams {
   // query tile (WindowShape::tile_per_slot): a tile then reads no K/V row another block prepares.
   bool rope_in_attention = false;
   QkvRopeParams rope;
+  L2Prefetch prefetch;  // with rope_in_attention: what the RoPE step would have prefetched (l2_prefetch.hpp)
 };
 
 #if defined(__CUDACC__)

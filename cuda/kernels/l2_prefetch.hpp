@@ -14,12 +14,6 @@
 namespace strata {
 namespace cuda {
 
-struct L2Prefetch {
-  static constexpr int kRegions = 2;
-  const void* ptr[kRegions] = {nullptr, nullptr};  // 16-byte aligned
-  size_t bytes[kRegions] = {0, 0};                 // multiples of 16
-};
-
 // launch_qkv_rope, whose blocks also spread the prefetch of pf's regions over their threads after the q/k/v
 // matmul has finished (they issue it and go on; nothing waits for it).
 void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, const L2Prefetch& pf, cudaStream_t stream);

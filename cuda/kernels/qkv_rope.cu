@@ -7,6 +7,7 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
+#include "cuda/kernels/l2_prefetch.cuh"
 #include "cuda/kernels/l2_prefetch.hpp"
 #include "cuda/kernels/launch.cuh"
 #include "cuda/kernels/qkv_rope.cuh"
@@ -18,30 +19,12 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kGroupMinRows = 32;  // windows of fewer rows keep a block per head (more blocks for few rows)
 
-// This thread's share of pf's regions: the grid's threads take consecutive 16-byte-aligned pieces of each
-// (at least 4 KB, so some threads of a large grid have none).
-__device__ __forceinline__ void issue_l2_prefetch(const L2Prefetch& pf) {
-  const size_t threads = size_t(gridDim.x) * gridDim.y * blockDim.x;
-  const size_t tid = (size_t(blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
-#pragma unroll
-  for (int r = 0; r < L2Prefetch::kRegions; ++r) {
-    const size_t bytes = pf.bytes[r];
-    if (bytes == 0) continue;
-    size_t piece = ((bytes + threads - 1) / threads + 15) / 16 * 16;
-    if (piece < 4096) piece = 4096;  // a prompt window's many blocks: fewer, larger pieces
-    const size_t start = tid * piece;
-    if (start >= bytes) continue;
-    const size_t n = bytes - start < piece ? bytes - start : piece;
-    const char* a = static_cast<const char*>(pf.ptr[r]) + start;
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"(unsigned(n)) : "memory");
-  }
-}
-
 __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ qkv, QkvRopeParams p, int group,
                                                             int q_groups, int kv_groups, L2Prefetch pf) {
   pdl_wait();
   pdl_launch_dependents();
-  issue_l2_prefetch(pf);
+  issue_l2_prefetch(pf, size_t(gridDim.x) * gridDim.y * blockDim.x,
+                    (size_t(blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x);
   __shared__ float out[kQkvGroupHeads * kQkvMaxHeadDim];
   __shared__ float inv_s[kQkvGroupHeads];
   qkv_rope_block(qkv, p, blockIdx.x, blockIdx.y, group, q_groups, kv_groups, out, inv_s);
