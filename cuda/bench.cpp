@@ -184,7 +184,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--l2-prefetch-mb N] [--attention-merge-in-o on|off] [--rope-in-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
                name);
   return 2;
 }
@@ -202,9 +202,6 @@ int run_bench_command(int argc, char** argv) {
   bool attention_prompt_flash = CudaBackendOptions{}.attention_prompt_flash;
   bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
   int gemm_min_rows = 0, split_gemm_max_rows = -1, fused_gemv_rows = CudaBackendOptions{}.fused_gemv_rows;
-  int l2_prefetch_mb = CudaBackendOptions{}.l2_prefetch_mb;
-  bool merge_in_o = CudaBackendOptions{}.attention_merge_in_o;
-  bool rope_in_attention = CudaBackendOptions{}.rope_in_attention;
   DType kv_dtype = DType::BF16;
   std::vector<int> prefill = {512, 4096}, batches = {1};
   std::vector<std::pair<int, int>> mixed;  // (decode rows, prompt rows) of mixed windows
@@ -255,13 +252,6 @@ int run_bench_command(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--fused-gemv-rows") && has_value) {
       if (!parse_int(argv[++i], 0, &fused_gemv_rows)) return usage(name);  // windows of up to N rows on it (the
                                                                            // server with speculation: 16)
-    } else if (!std::strcmp(argv[i], "--l2-prefetch-mb") && has_value) {
-      if (!parse_int(argv[++i], 0, &l2_prefetch_mb)) return usage(name);  // of each layer's o and gate/up
-                                                                          // weights, during attention
-    } else if (!std::strcmp(argv[i], "--attention-merge-in-o") && has_value) {
-      if (!parse_on_off(argv[++i], &merge_in_o)) return usage(name);  // the o GEMV merges attention's splits
-    } else if (!std::strcmp(argv[i], "--rope-in-attention") && has_value) {
-      if (!parse_on_off(argv[++i], &rope_in_attention)) return usage(name);  // no RoPE step on decode windows
     } else if (!std::strcmp(argv[i], "--kv-cache-dtype") && has_value) {
       const std::string v = argv[++i];
       if (v == "bf16") kv_dtype = DType::BF16;
@@ -330,9 +320,6 @@ int run_bench_command(int argc, char** argv) {
     o.kv_cache_dtype = kv_dtype;
     o.fused_gemv = fused_gemv;
     o.fused_gemv_rows = fused_gemv_rows;
-    o.l2_prefetch_mb = l2_prefetch_mb;
-    o.attention_merge_in_o = merge_in_o;
-    o.rope_in_attention = rope_in_attention;
     o.fused_row_attention = fused_row_attention;
     o.attention_tc_lean = attention_tc_lean;
     o.attention_short_tiles = attention_short_tiles;

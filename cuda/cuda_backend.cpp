@@ -159,8 +159,6 @@ struct CudaBackend::Impl {
     if (opts.host_threads < 0) bad("host_threads must be >= 0, found " + std::to_string(opts.host_threads));
     if (opts.gemm_min_rows < 1) bad("gemm_min_rows must be >= 1, found " + std::to_string(opts.gemm_min_rows));
     if (opts.fused_gemv_rows < 0) bad("fused_gemv_rows must be >= 0, found " + std::to_string(opts.fused_gemv_rows));
-    if (opts.l2_prefetch_mb < 0 || opts.l2_prefetch_mb > 64)
-      bad("l2_prefetch_mb must be within [0, 64], found " + std::to_string(opts.l2_prefetch_mb));
     if (opts.kv_cache_dtype != DType::F32 && opts.kv_cache_dtype != DType::BF16)
       bad(std::string("kv_cache_dtype must be f32 or bf16, found ") + dtype_name(opts.kv_cache_dtype));
     if (opts.kv_cache_dtype == DType::BF16 && cfg.head_dim % 8 != 0)
@@ -351,10 +349,6 @@ struct CudaBackend::Impl {
     // steps both ways.
     fwd.fused_row_attention = cuda::env_int("STRATA_FUSED_ROW_ATTENTION", 0, 1, opts.fused_row_attention ? 1 : 0) != 0;
     fwd.device_logprobs = opts.device_logprobs;
-    fwd.l2_prefetch_bytes = size_t(cuda::env_int("STRATA_L2_PREFETCH_MB", 0, 64, opts.l2_prefetch_mb)) << 20;
-    fwd.attention_merge_in_o =
-        cuda::env_int("STRATA_ATTENTION_MERGE_IN_O", 0, 1, opts.attention_merge_in_o ? 1 : 0) != 0;
-    fwd.rope_in_attention = cuda::env_int("STRATA_ROPE_IN_ATTENTION", 0, 1, opts.rope_in_attention ? 1 : 0) != 0;
     // The skinny kernel's norm and residual folds (MatvecFold) save a launch each but add a short epilogue to
     // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one
     // wave of 16-output blocks (strata-tiny: 5-7 % a window) and cost 1-2 % at the 1B and 8B shapes
@@ -408,21 +402,6 @@ struct CudaBackend::Impl {
                  book.limits().slots, opts.max_context, opts.max_window_rows, opts.max_output_rows);
   }
 
-  int last_capture_kernels = 0;  // kernel nodes of the graph captured last (CudaBackend::kernels_last_captured)
-  static int count_kernel_nodes(cudaGraph_t g) {
-    size_t n = 0;
-    STRATA_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
-    std::vector<cudaGraphNode_t> nodes(n);
-    if (n > 0) STRATA_CUDA_CHECK(cudaGraphGetNodes(g, nodes.data(), &n));
-    int kernels = 0;
-    for (cudaGraphNode_t node : nodes) {
-      cudaGraphNodeType t{};
-      STRATA_CUDA_CHECK(cudaGraphNodeGetType(node, &t));
-      kernels += t == cudaGraphNodeTypeKernel ? 1 : 0;
-    }
-    return kernels;
-  }
-
   // One graph of what `record` queues on the stream, captured and instantiated; a capture that throws is ended
   // and dropped.
   std::unique_ptr<Graph> capture(const std::function<void()>& record) {
@@ -438,7 +417,6 @@ struct CudaBackend::Impl {
     }
     cudaGraph_t g = nullptr;
     STRATA_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-    last_capture_kernels = count_kernel_nodes(g);
     auto graph = std::make_unique<Graph>();
     const cudaError_t e = cudaGraphInstantiate(&graph->exec, g, 0);
     cudaGraphDestroy(g);
@@ -884,7 +862,6 @@ void CudaBackend::release() {
 
 CudaMemoryReport CudaBackend::memory() const { return impl_->mem; }
 int CudaBackend::graphs_captured() const { return int(impl_->graphs.size()); }
-int CudaBackend::kernels_last_captured() const { return impl_->last_capture_kernels; }
 int CudaBackend::chains_on_device() const { return impl_->chains_fed; }
 std::vector<int32_t> CudaBackend::block_table(SlotId s) const {
   if (!impl_->book.is_open(s)) throw Error("block_table: slot " + std::to_string(s) + " is not open");

@@ -99,20 +99,6 @@ struct CudaBackendOptions {
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it.
   bool fused_row_attention = false;
-  // Megabytes (0-64) of each layer's o and gate/up weights the RoPE step prefetches into the L2 while the HBM
-  // has little else to move (forward.cpp); 0: none. Changes no value. Off until timed on a GPU
-  // (docs/cuda-notes.md); STRATA_L2_PREFETCH_MB overrides it.
-  int l2_prefetch_mb = 0;
-  // Windows on the fused GEMV whose rows need at most forward.hpp's kMergeInOMaxSplits attention splits leave the splits
-  // unmerged, and the o matmul merges them while staging its input (attention_combine's arithmetic: the same
-  // bits), one kernel a layer fewer. Off until timed on a GPU (docs/cuda-notes.md);
-  // STRATA_ATTENTION_MERGE_IN_O=0|1 overrides it.
-  bool attention_merge_in_o = false;
-  // Windows on the tensor-core attention where each slot has one query tile (decode batches, verify runs on
-  // the GEMM path) skip the RoPE step: the attention kernel prepares q, k and v itself (the same bits) and
-  // copies the older K/V rows before the q/k/v matmul ends. Off until timed on a GPU (docs/cuda-notes.md);
-  // STRATA_ROPE_IN_ATTENTION=0|1 overrides it.
-  bool rope_in_attention = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;
@@ -165,7 +151,6 @@ class CudaBackend : public Backend {
 
   CudaMemoryReport memory() const;
   int graphs_captured() const;    // window shapes captured so far (tests, metrics)
-  int kernels_last_captured() const;  // kernel launches in the graph captured last (tests)
   int chains_on_device() const;   // run_chain calls whose picks were fed on the device (tests)
   // The slot's physical KV blocks in position order (SlotBook::block_table), what its device table row holds
   // after its next window's upload (tests).

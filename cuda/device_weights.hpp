@@ -18,7 +18,6 @@ struct DeviceMatrix {
   const void* ptr = nullptr;
   WType type = WType::BF16;
   int rows = 0, cols = 0;  // [rows][cols] row-major: rows are outputs
-  size_t bytes() const { return size_t(rows) * size_t(cols) * wtype_bytes(type); }
 };
 
 struct DeviceLayer {

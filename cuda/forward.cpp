@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "cuda/gemm.hpp"
-#include "cuda/kernels/l2_prefetch.hpp"
 #include "engine/core/types.hpp"
 
 namespace strata {
@@ -74,20 +73,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // after the tensor-core kernel and its split merge have served the short ones (decode rows). The merge runs
   // over every row of the window, so flash must come after it: it overwrites the rows of its own tiles.
   const bool flash_long = tc && shape.flash_tiles_cap > 0;
-  // Windows on the fused GEMV with few splits a row: attention leaves its splits unmerged and the o matmul
-  // merges them as it stages its input (the combine kernel's bits, one launch a layer fewer).
-  const bool merge_in_o = gemv && ctx.attention_merge_in_o && !row_attention && !flash && !flash_long &&
-                          shape.splits_cap <= kMergeInOMaxSplits && split_merge_in_gemv_supports(HD);
-  // Windows on the tensor-core attention where each slot has one tile: no RoPE step, the attention kernel
-  // prepares q, k and v itself (AttentionParams::rope_in_attention).
-  const bool rope_in_attention = tc && !flash_long && !row_attention && ctx.rope_in_attention && shape.tile_per_slot;
   if (shape.flash_tiles_cap > 0 && !(flash_long && flash_attention_supports(HD)))
     throw Error("cuda forward: a window with flash tiles needs the tensor-core attention and flash attention");
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr,
-                   const SplitMerge& merge = SplitMerge{}) {
+                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
     GemvParams g;
     g.w = m.ptr;
     g.n = n;
@@ -100,7 +91,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
-    g.merge = merge;
     launch_gemv(g, stream);
   };
 
@@ -146,7 +136,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   ap.max_tiles = shape.tiles_cap;
   ap.max_splits = ws.max_splits;
   ap.tc_lean = ctx.attention_tc_lean;
-  ap.defer_merge = merge_in_o;
   ap.grid_splits = shape.splits_cap;
   ap.rows = T;
   ap.part_acc = ws.part_acc;
@@ -158,21 +147,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   flash_ap.tile_rows = ws.meta + L.flash_tile_rows;
   flash_ap.n_tiles = ws.meta + L.n_flash_tiles;
   flash_ap.max_tiles = shape.flash_tiles_cap;
-
-  // The first l2_prefetch_bytes of the weights the layer reads after attention (o, then gate/up), prefetched
-  // into the L2 by the RoPE step's blocks once the q/k/v matmul is done, so the HBM streams them while the
-  // RoPE step and attention, which move few bytes, run.
-  auto weights_after_attention = [&](const DeviceLayer& Ly) {
-    L2Prefetch pf;
-    size_t left = ctx.l2_prefetch_bytes;
-    const DeviceMatrix* m[L2Prefetch::kRegions] = {&Ly.wo, &Ly.wgu};
-    for (int r = 0; r < L2Prefetch::kRegions && left > 0; ++r) {
-      pf.ptr[r] = m[r]->ptr;
-      pf.bytes[r] = std::min(left, m[r]->bytes()) / 16 * 16;
-      left -= pf.bytes[r];
-    }
-    return pf;
-  };
 
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
@@ -194,10 +168,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (row_attention) {
       launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
     } else {
-      ap.rope_in_attention = rope_in_attention;
-      ap.rope = qp;
-      ap.prefetch = rope_in_attention ? weights_after_attention(Ly) : L2Prefetch{};
-      if (!rope_in_attention) launch_qkv_rope(ws.qkv, T, qp, weights_after_attention(Ly), stream);
+      launch_qkv_rope(ws.qkv, T, qp, stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {
@@ -210,8 +181,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
         launch_attention(ap, stream);
     }
     if (gemv) {
-      fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x, -1, nullptr,
-            merge_in_o ? split_merge_of(ap) : SplitMerge{});
+      fused(Ly.wo, H, ws.att, nullptr, GemvEpilogue::Residual, Ly.bo, ws.x);
       fused(Ly.wgu, FF, ws.x, Ly.mlp_norm, GemvEpilogue::Swiglu, nullptr, ws.act);
       fused(Ly.wdown, H, ws.act, nullptr, GemvEpilogue::Residual, nullptr, ws.x);
       continue;

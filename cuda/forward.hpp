@@ -36,11 +36,6 @@ struct Workspace {
   int max_splits = 0;
 };
 
-// The most attention splits a window may need (its splits_cap) for its o matmul to merge them: every block of
-// the matmul reads all of a row's partials, splits x n_heads x head_dim floats, where the combine kernel reads
-// them once.
-constexpr int kMergeInOMaxSplits = 8;
-
 struct ForwardContext {
   const ModelConfig* cfg = nullptr;
   const DeviceWeights* w = nullptr;
@@ -59,9 +54,6 @@ struct ForwardContext {
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
-  size_t l2_prefetch_bytes = 0;      // CudaBackendOptions::l2_prefetch_mb, in bytes
-  bool attention_merge_in_o = false; // CudaBackendOptions::attention_merge_in_o
-  bool rope_in_attention = false;    // CudaBackendOptions::rope_in_attention
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

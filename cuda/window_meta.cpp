@@ -20,8 +20,8 @@ int pow2_at_least(int n) {
 }  // namespace
 
 bool WindowShape::operator<(const WindowShape& o) const {
-  return std::tie(rows, out_rows, tiles_cap, splits_cap, flash_tiles_cap, tile_per_slot) <
-         std::tie(o.rows, o.out_rows, o.tiles_cap, o.splits_cap, o.flash_tiles_cap, o.tile_per_slot);
+  return std::tie(rows, out_rows, tiles_cap, splits_cap, flash_tiles_cap) <
+         std::tie(o.rows, o.out_rows, o.tiles_cap, o.splits_cap, o.flash_tiles_cap);
 }
 
 MetaLayout::MetaLayout(const WindowShape& s) {
@@ -131,14 +131,6 @@ WindowMeta build_window_meta(const Window& w, int first, int last, int max_split
   m.shape.tiles_cap = tiles_cap();
   m.shape.flash_tiles_cap = flash_first.empty() ? 0 : std::min(Tb, pow2_at_least(int(flash_first.size())));
   m.shape.splits_cap = std::min(max_splits, pow2_at_least(max_pos / kAttnSplit + 1));
-  {
-    std::vector<SlotId> seen;  // the real rows' slots, one entry per tile (both lists)
-    for (const std::vector<int>* list : {&tile_first, &flash_first})
-      for (int f : *list)
-        if (f < T) seen.push_back(w.rows[size_t(first + f)].slot);
-    std::sort(seen.begin(), seen.end());
-    m.shape.tile_per_slot = std::adjacent_find(seen.begin(), seen.end()) == seen.end();
-  }
   const MetaLayout L(m.shape);
   m.words.assign(size_t(L.words), 0);
   for (int i = 0; i < T; ++i) {

@@ -19,9 +19,6 @@ struct WindowShape {
   int tiles_cap = 0;    // attention query tiles the grid covers (>= the window's tiles)
   int splits_cap = 0;   // attention splits the grid covers (>= what the window's largest position needs)
   int flash_tiles_cap = 0;  // the long tiles flash attention takes beside the tensor-core kernel (0: none)
-  // No slot but the padding slot has more than one query tile: no tile reads K/V rows of its window that
-  // another tile's rows write (what AttentionParams::rope_in_attention needs).
-  bool tile_per_slot = false;
   bool operator<(const WindowShape& o) const;
 };
 

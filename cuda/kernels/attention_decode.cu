@@ -27,10 +27,8 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
-#include "cuda/kernels/l2_prefetch.cuh"
 #include "cuda/kernels/launch.cuh"
 #include "cuda/kernels/mma_tile.cuh"
-#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -93,43 +91,7 @@ __device__ __forceinline__ void load_q(const float* qs, int gid, int s, int tig,
   }
 }
 
-// kRope (AttentionParams::rope_in_attention): the window's q, k and v are the q/k/v matmul's raw output,
-// prepared here as qkv_rope.cu prepares them (prepare_heads_with: the same bits). The block whose split holds
-// a row of its tile prepares that row's k and v of its kv head, stores them into the KV cell (rounded to bf16
-// as store_kv rounds them) and into its shared K/V tile; every block prepares the q vectors it stages. Only
-// windows where each slot has one tile take it (WindowShape::tile_per_slot), so the K/V rows before a tile's
-// first row were written by earlier windows: their copies go out before pdl_wait().
-template <int HD>
-__device__ __forceinline__ void prepare_new_kv(const AttentionParams& a, int row0, int p0, int s_begin, int jn,
-                                               int nsp, int g, const long long* sOff, __nv_bfloat16* ks,
-                                               __nv_bfloat16* vs, int ld, bool lean, float* scratch, float* inv) {
-  const QkvRopeParams& p = a.rope;
-  const int n = nsp - jn, half = HD / 2;
-  const int q_dim = p.n_heads * HD, kv_dim = p.n_kv_heads * HD, qkv_dim = q_dim + 2 * kv_dim;
-  auto at = [&](int j, int d) { return j * ld + 8 * (lean ? ((d >> 3) ^ (j & 7)) : (d >> 3)) + (d & 7); };
-  for (int kind = 0; kind < 2; ++kind) {  // k, then v
-    const int off = q_dim + kind * kv_dim + g * HD;
-    auto src = [&](int t) {
-      const int r = s_begin + jn + t - p0, pos = s_begin + jn + t;
-      const size_t o = size_t(row0 + r) * qkv_dim + off;
-      return HeadIn{a.qkv + o, p.qkv_rem ? p.qkv_rem + o : nullptr, p.bias ? p.bias + off : nullptr,
-                    kind == 0 ? p.cos + size_t(pos) * half : nullptr, kind == 0 ? p.sin + size_t(pos) * half : nullptr};
-    };
-    prepare_heads_with(src, n, kind == 0 ? p.k_norm : nullptr, p.eps, HD, scratch, HD, inv, int(threadIdx.x),
-                       int(blockDim.x), [] { __syncthreads(); });
-    __nv_bfloat16* cache = static_cast<__nv_bfloat16*>(kind == 0 ? p.kv.k : p.kv.v);
-    __nv_bfloat16* tile = kind == 0 ? ks : vs;
-    for (int e = threadIdx.x; e < n * HD; e += blockDim.x) {
-      const int t = e / HD, d = e - t * HD;
-      const __nv_bfloat16 b = to_bf16(scratch[t * HD + d]);
-      cache[sOff[jn + t] + d] = b;
-      tile[at(jn + t, d)] = b;
-    }
-    __syncthreads();  // the scratch is rewritten next
-  }
-}
-
-template <int HD, bool kLean, bool kRope>
+template <int HD, bool kLean>
 __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(AttentionParams a) {
   using S = Smem<HD, kLean>;
   constexpr int KS = HD / 16, NB = HD / 8, U = HD / 8, kMergeRows = S::kMergeRows;
@@ -160,32 +122,16 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   const int gid = lane >> 2, tig = lane & 3;
 
   if (tid < nsp) sOff[tid] = static_cast<long long>(kv_offset(a.kv, slot, s_begin + tid)) + static_cast<long long>(g) * HD;
+  pdl_wait();  // K/V of this window's rows and q are the previous kernel's output
+  __syncthreads();
   const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(a.kv.k);
   const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(a.kv.v);
-  auto copy_rows = [&](int j0, int j1) {  // consecutive threads: consecutive 16 bytes of a row
-    for (int i = j0 * U + tid; i < j1 * U; i += kThreads) {
-      const int j = i / U, u = i - j * U;
-      cp_async16(ks + S::at(j, u), kb + sOff[j] + 8 * u);
-      cp_async16(vs + S::at(j, u), vb + sOff[j] + 8 * u);
-    }
-  };
-  if constexpr (kRope) {
-    const int jn = min(nsp, max(0, p0 - s_begin));  // the split's rows before the tile's first
-    __syncthreads();
-    copy_rows(0, jn);
-    cp_async_commit();
-    pdl_wait();  // the q/k/v matmul's output
-    // The RoPE step's L2 prefetch, by the blocks of split 0 and tile 0 (every kv head has them; others may
-    // return early).
-    if (split == 0 && tile == 0)
-      issue_l2_prefetch(a.prefetch, size_t(gridDim.y) * kThreads, size_t(g) * kThreads + tid);
-    prepare_new_kv<HD>(a, row0, p0, s_begin, jn, nsp, g, sOff, ks, vs, S::LD, kLean, merge, sML);
-  } else {
-    pdl_wait();  // K/V of this window's rows and q are the previous kernel's output
-    __syncthreads();
-    copy_rows(0, nsp);
-    cp_async_commit();
+  for (int i = tid; i < nsp * U; i += kThreads) {  // consecutive threads: consecutive 16 bytes of a row
+    const int j = i / U, u = i - j * U;
+    cp_async16(ks + S::at(j, u), kb + sOff[j] + 8 * u);
+    cp_async16(vs + S::at(j, u), vb + sOff[j] + 8 * u);
   }
+  cp_async_commit();
   // V rows past the split's last are zeros (their P is zero; 0 x garbage could be NaN). K rows there are
   // never used unmasked.
   for (int i = tid; i < (kS - nsp) * U; i += kThreads) {
@@ -199,26 +145,12 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
     // Stage the chunk's q (the first chunk's while K and V are in flight), then take vectors c0 + gid
     // (fragment rows 0-7) and c0 + gid + 8 (rows 8-15) from it as hi and remainder A fragments: all k-steps
     // up front (plain), or each when the S loop reaches it (lean).
-    if constexpr (kRope) {  // vectors c0 .. c0 + nv - 1 prepared into qs, zeros past them
-      const QkvRopeParams& p = a.rope;
-      const int nv = min(kM, Q - c0), half = HD / 2;
-      auto src = [&](int t) {
-        const int qi = c0 + t, r = qi / G, pos = p0 + r;
-        const size_t off = size_t(g * G + qi % G) * HD;
-        const size_t o = size_t(row0 + r) * a.qkv_stride + off;
-        return HeadIn{a.qkv + o, p.qkv_rem ? p.qkv_rem + o : nullptr, p.bias ? p.bias + off : nullptr,
-                      p.cos + size_t(pos) * half, p.sin + size_t(pos) * half};
-      };
-      prepare_heads_with(src, nv, p.q_norm, p.eps, HD, qs, kQLd<HD>, sML, tid, kThreads, [] { __syncthreads(); });
-      for (int i = nv * HD + tid; i < kM * HD; i += kThreads) qs[(i / HD) * kQLd<HD> + i % HD] = 0.0f;
-    } else {
-      for (int i = tid; i < kM * (HD / 4); i += kThreads) {
-        const int m = i / (HD / 4), d = 4 * (i - m * (HD / 4)), qi = c0 + m;
-        const float4 v = qi < Q ? *reinterpret_cast<const float4*>(a.qkv + size_t(row0 + qi / G) * a.qkv_stride +
-                                                                   size_t(g * G + qi % G) * HD + d)
-                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        *reinterpret_cast<float4*>(qs + m * kQLd<HD> + d) = v;
-      }
+    for (int i = tid; i < kM * (HD / 4); i += kThreads) {
+      const int m = i / (HD / 4), d = 4 * (i - m * (HD / 4)), qi = c0 + m;
+      const float4 v = qi < Q ? *reinterpret_cast<const float4*>(a.qkv + size_t(row0 + qi / G) * a.qkv_stride +
+                                                                 size_t(g * G + qi % G) * HD + d)
+                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      *reinterpret_cast<float4*>(qs + m * kQLd<HD> + d) = v;
     }
     int rr[2];
     bool ok[2];
@@ -368,36 +300,28 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   }
 }
 
-template <int HD, bool kLean, bool kRope>
+template <int HD, bool kLean>
 void configure_one() {
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean, kRope>,
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(Smem<HD, kLean>::bytes)));
   // The lean layout counts on three blocks' shared memory on an SM: ask for the largest carveout.
   if (kLean)
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean, kRope>,
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout, 100));
 }
 
 template <int HD>
 void configure_hd() {
-  configure_one<HD, false, false>();
-  configure_one<HD, true, false>();
-  configure_one<HD, false, true>();
-  configure_one<HD, true, true>();
-}
-
-template <int HD, bool kRope>
-void launch_rope(const AttentionParams& a, dim3 grid, cudaStream_t stream) {
-  if (a.tc_lean)
-    launch_kernel(attention_tc_kernel<HD, true, kRope>, grid, kThreads, Smem<HD, true>::bytes, stream, a);
-  else
-    launch_kernel(attention_tc_kernel<HD, false, kRope>, grid, kThreads, Smem<HD, false>::bytes, stream, a);
+  configure_one<HD, false>();
+  configure_one<HD, true>();
 }
 
 template <int HD>
 void launch_hd(const AttentionParams& a, dim3 grid, cudaStream_t stream) {
-  if (a.rope_in_attention) launch_rope<HD, true>(a, grid, stream);
-  else launch_rope<HD, false>(a, grid, stream);
+  if (a.tc_lean)
+    launch_kernel(attention_tc_kernel<HD, true>, grid, kThreads, Smem<HD, true>::bytes, stream, a);
+  else
+    launch_kernel(attention_tc_kernel<HD, false>, grid, kThreads, Smem<HD, false>::bytes, stream, a);
 }
 
 }  // namespace
@@ -421,11 +345,6 @@ void launch_attention_tc(const AttentionParams& a, cudaStream_t stream) {
                 " or kv_dim " + std::to_string(a.kv.kv_dim) + " unsupported");
   if (a.kv.layer_offset % 8 != 0 || !aligned16(a.kv.k) || !aligned16(a.kv.v) || a.qkv_stride % 2 != 0)
     throw Error("cuda attention_tc: the KV arena or qkv rows are misaligned");
-  if (a.rope_in_attention &&
-      (a.rope.head_dim != a.head_dim || a.rope.n_heads != a.n_heads || a.rope.n_kv_heads != a.n_kv_heads ||
-       a.rope.kv.k != a.kv.k || a.rope.kv.v != a.kv.v || a.rope.kv.layer_offset != a.kv.layer_offset ||
-       !a.rope.cos || !a.rope.sin))
-    throw Error("cuda attention_tc: rope_in_attention needs the attention's heads, arena and a cos/sin table");
   const dim3 grid(a.grid_splits, a.n_kv_heads, a.max_tiles);
   if (a.head_dim == 64) launch_hd<64>(a, grid, stream);
   else launch_hd<128>(a, grid, stream);

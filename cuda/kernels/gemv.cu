@@ -27,7 +27,6 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
-#include "cuda/kernels/split_merge.cuh"
 
 namespace strata {
 namespace cuda {
@@ -63,41 +62,6 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   acc = fmaf(bf16_lo(w.w), b.z, acc);
   acc = fmaf(bf16_hi(w.w), b.w, acc);
   return acc;
-}
-
-// One head of a staged row from its attention splits (merge_splits: attention_combine's bits), lane l's dims
-// l + 32 e to their float slots of the permuted layout, 8 / kDims splits' partials loaded together (8 floats
-// a lane, which the 16-warp layout's registers hold next to the weight buffers already in flight).
-template <int kDims>
-__device__ __forceinline__ void stage_head(const SplitMerge& m, int row, int h, int lane, float* xf) {
-  float o[kDims];
-  merge_splits<kDims, 8 / kDims>(m, row, h, lane, o);
-#pragma unroll
-  for (int e = 0; e < kDims; ++e) {
-    const int d = lane + 32 * e;
-    if (d < m.head_dim) {
-      const int i = h * m.head_dim + d;
-      xf[4 * permuted(i >> 2) + (i & 3)] = o[e];
-    }
-  }
-}
-
-// Stages rows r0 .. r0 + nr - 1 of a window's attention output, merged from their splits: a warp per (row,
-// head), zeros past k up to the last chunk.
-template <int kWarps, int RT>
-__device__ __forceinline__ void stage_merged(const SplitMerge& m, int r0, int nr, int groups, int real, float4* xs) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int g = real + int(threadIdx.x); g < groups; g += blockDim.x)
-#pragma unroll
-    for (int r = 0; r < RT; ++r)
-      if (r < nr) xs[size_t(r) * groups + permuted(g)] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int q = warp; q < nr * m.n_heads; q += kWarps) {  // warp-uniform
-    const int r = q / m.n_heads, h = q - r * m.n_heads;
-    float* xf = reinterpret_cast<float*>(xs + size_t(r) * groups);
-    if (m.head_dim <= 32) stage_head<1>(m, r0 + r, h, lane, xf);
-    else if (m.head_dim <= 64) stage_head<2>(m, r0 + r, h, lane, xf);
-    else stage_head<4>(m, r0 + r, h, lane, xf);
-  }
 }
 
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j). A block serves up to RT rows
@@ -145,71 +109,62 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   const int groups = chunks * (kChunk / 4), real = k / 4;
   const int r0 = by * p.rows_per_block;
   const int nr = min(p.rows_per_block, p.rows - r0);
-  bool merged = false;
-  if constexpr (EP == GemvEpilogue::Residual && !NORM && kWarps == 16) {  // launch_rt: merges take 16 x 8
-    if (p.merge.part_acc) {  // the o matmul of a window whose attention left its splits unmerged
-      stage_merged<kWarps, RT>(p.merge, r0, nr, groups, real, xs);
-      merged = true;
-    }
+  const float4* x4[RT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) {
+    const int xr = r < nr ? (p.x_rows ? p.x_rows[r0 + r] : r0 + r) : 0;
+    x4[r] = reinterpret_cast<const float4*>(p.x + size_t(xr) * size_t(k));
   }
-  if (!merged) {
-    const float4* x4[RT];
+  float ss[RT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r) ss[r] = 0.0f;
+  for (int g = threadIdx.x; g < groups; g += blockDim.x) {
+    float4 v[RT];
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+      v[r] = r < nr && g < real ? __ldcg(x4[r] + g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
-      const int xr = r < nr ? (p.x_rows ? p.x_rows[r0 + r] : r0 + r) : 0;
-      x4[r] = reinterpret_cast<const float4*>(p.x + size_t(xr) * size_t(k));
+      if (r < nr) {
+        if (NORM) {
+          ss[r] = fmaf(v[r].x, v[r].x, ss[r]);
+          ss[r] = fmaf(v[r].y, v[r].y, ss[r]);
+          ss[r] = fmaf(v[r].z, v[r].z, ss[r]);
+          ss[r] = fmaf(v[r].w, v[r].w, ss[r]);
+        }
+        xs[size_t(r) * groups + permuted(g)] = v[r];
+      }
     }
-    float ss[RT];
+  }
+  if (NORM) {
+    // block_sum for every row at once: warp butterflies, then the warp sums in warp order.
 #pragma unroll
-    for (int r = 0; r < RT; ++r) ss[r] = 0.0f;
-    for (int g = threadIdx.x; g < groups; g += blockDim.x) {
-      float4 v[RT];
+    for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
+    if (lane == 0)
 #pragma unroll
-      for (int r = 0; r < RT; ++r)
-        v[r] = r < nr && g < real ? __ldcg(x4[r] + g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int r = 0; r < RT; ++r) row_sums[r][warp] = ss[r];
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+        float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
+        t = warp_sum(t);
+        if (lane == 0) row_sums[r][0] = t;
+      }
+    }
+    __syncthreads();
+    float inv[RT];
+#pragma unroll
+    for (int r = 0; r < RT; ++r) inv[r] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(row_sums[r][0], float(k)), p.eps));
+    const float4* n4 = reinterpret_cast<const float4*>(p.norm);
+    for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
+      const float4 nw = n4[g];
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
         if (r < nr) {
-          if (NORM) {
-            ss[r] = fmaf(v[r].x, v[r].x, ss[r]);
-            ss[r] = fmaf(v[r].y, v[r].y, ss[r]);
-            ss[r] = fmaf(v[r].z, v[r].z, ss[r]);
-            ss[r] = fmaf(v[r].w, v[r].w, ss[r]);
-          }
-          xs[size_t(r) * groups + permuted(g)] = v[r];
-        }
-      }
-    }
-    if (NORM) {
-      // block_sum for every row at once: warp butterflies, then the warp sums in warp order.
-#pragma unroll
-      for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
-      if (lane == 0)
-#pragma unroll
-        for (int r = 0; r < RT; ++r) row_sums[r][warp] = ss[r];
-      __syncthreads();
-      if (warp == 0) {
-#pragma unroll
-        for (int r = 0; r < RT; ++r) {
-          float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
-          t = warp_sum(t);
-          if (lane == 0) row_sums[r][0] = t;
-        }
-      }
-      __syncthreads();
-      float inv[RT];
-#pragma unroll
-      for (int r = 0; r < RT; ++r) inv[r] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(row_sums[r][0], float(k)), p.eps));
-      const float4* n4 = reinterpret_cast<const float4*>(p.norm);
-      for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
-        const float4 nw = n4[g];
-#pragma unroll
-        for (int r = 0; r < RT; ++r) {
-          if (r < nr) {
-            float4& v = xs[size_t(r) * groups + permuted(g)];
-            v = make_float4(__fmul_rn(nw.x, __fmul_rn(v.x, inv[r])), __fmul_rn(nw.y, __fmul_rn(v.y, inv[r])),
-                            __fmul_rn(nw.z, __fmul_rn(v.z, inv[r])), __fmul_rn(nw.w, __fmul_rn(v.w, inv[r])));
-          }
+          float4& v = xs[size_t(r) * groups + permuted(g)];
+          v = make_float4(__fmul_rn(nw.x, __fmul_rn(v.x, inv[r])), __fmul_rn(nw.y, __fmul_rn(v.y, inv[r])),
+                          __fmul_rn(nw.z, __fmul_rn(v.z, inv[r])), __fmul_rn(nw.w, __fmul_rn(v.w, inv[r])));
         }
       }
     }
@@ -318,10 +273,9 @@ void launch_rt(GemvParams p, cudaStream_t stream) {
   const int row_groups = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
   int tpw_narrow = 0, tpw_wide = 0;
   const int narrow = plan_blocks(p.n, 16, &tpw_narrow), wide = plan_blocks(p.n, 32, &tpw_wide);
-  // 32 x 4 keeps a one-row block's registers under 64 a thread; blocks of several rows take 16 x 8, and so
-  // does a merge of attention splits (whose partials would not fit beside the weights in 64 registers).
+  // 32 x 4 keeps a one-row block's registers under 64 a thread; blocks of several rows take 16 x 8.
   if constexpr (RT == 1 && !NORM) {
-    if (wide >= narrow && !p.merge.part_acc) {
+    if (wide >= narrow) {
       launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(wide, row_groups), dim3(32 * 32), smem, stream, p,
                     tpw_wide);
       STRATA_CUDA_CHECK_LAUNCH();
@@ -364,8 +318,6 @@ int device_sm_count() {
   return n;
 }
 
-bool split_merge_in_gemv_supports(int head_dim) { return head_dim >= 1 && head_dim <= 128; }
-
 bool gemv_supports(int k) { return k > 0 && k % 8 == 0 && smem_for(k) <= kSmemMax; }
 
 void configure_gemv() {
@@ -381,12 +333,6 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   if (!gemv_supports(p.k)) throw Error("gemv: inner dimension " + std::to_string(p.k) + " is not a multiple of 8 "
                                        "or is too long for the staged activation row");
   const bool norm = p.norm != nullptr;
-  if (p.merge.part_acc &&
-      (p.ep != GemvEpilogue::Residual || norm || p.x_rows || !split_merge_in_gemv_supports(p.merge.head_dim) ||
-       p.merge.n_heads <= 0 || p.k != p.merge.n_heads * p.merge.head_dim))
-    throw Error("gemv: merging attention splits takes the residual epilogue without norm or x_rows, head_dim "
-                "1-128 and k = heads * head_dim (k " + std::to_string(p.k) + ", head_dim " +
-                std::to_string(p.merge.head_dim) + ")");
   switch (p.ep) {
     case GemvEpilogue::Store:
       norm ? launch_one<1, GemvEpilogue::Store, true>(p, stream) : launch_one<1, GemvEpilogue::Store, false>(p, stream);

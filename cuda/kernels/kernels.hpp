@@ -92,24 +92,6 @@ constexpr int kAttnSplit = 128;
 constexpr int kAttnQueryTile = 16;  // rows of one slot at consecutive positions that share K/V tile loads
 constexpr int kAttnStagedMaxRows = 16;  // larger windows may take the pipelined attention kernel (same bits)
 
-// Weights a later kernel reads, for an earlier kernel to prefetch into the L2 (l2_prefetch.hpp).
-struct L2Prefetch {
-  static constexpr int kRegions = 2;
-  const void* ptr[kRegions] = {nullptr, nullptr};  // 16-byte aligned
-  size_t bytes[kRegions] = {0, 0};                 // multiples of 16
-};
-
-// Where a window's attention splits wait to be merged (AttentionParams' part_acc, part_ml and pos): the
-// merge of row r's head h is attention_combine's, wherever it runs (split_merge.cuh).
-struct SplitMerge {
-  const float* part_acc = nullptr;  // [rows][n_heads][max_splits][head_dim]
-  const float* part_ml = nullptr;   // [rows][n_heads][max_splits][2]
-  const int* pos = nullptr;         // [rows]
-  int n_heads = 0, head_dim = 0, max_splits = 0;
-};
-// head_dim 32, 64 or 128: the merge the GEMV can do while staging its input (GemvParams::merge).
-bool split_merge_in_gemv_supports(int head_dim);
-
 struct AttentionParams {
   const float* qkv = nullptr;  // q at the start of each row
   int qkv_stride = 0;
@@ -130,34 +112,7 @@ struct AttentionParams {
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
   bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
-  // The splits are left in part_acc / part_ml for the o matmul to merge (GemvParams::merge): out and out16
-  // are not written and no combine kernel runs.
-  bool defer_merge = false;
-  // launch_attention_tc only: qkv holds the q/k/v matmul's raw output, and the kernel does qkv_rope's work
-  // itself (rope: launch_qkv_rope's parameters; the same bits). Only for windows where each slot has one
-  // query tile (WindowShape::tile_per_slot): a tile then reads no K/V row another block prepares.
-  bool rope_in_attention = false;
-  QkvRopeParams rope;
-  L2Prefetch prefetch;  // with rope_in_attention: what the RoPE step would have prefetched (l2_prefetch.hpp)
 };
-
-#if defined(__CUDACC__)
-#define STRATA_KERNELS_HD __host__ __device__
-#else
-#define STRATA_KERNELS_HD
-#endif
-// The window's splits, as the combine kernel and the o matmul's merge read them.
-STRATA_KERNELS_HD inline SplitMerge split_merge_of(const AttentionParams& a) {
-  SplitMerge m;
-  m.part_acc = a.part_acc;
-  m.part_ml = a.part_ml;
-  m.pos = a.pos;
-  m.n_heads = a.n_heads;
-  m.head_dim = a.head_dim;
-  m.max_splits = a.max_splits;
-  return m;
-}
-#undef STRATA_KERNELS_HD
 
 size_t attention_smem_bytes(int head_dim);
 // Raises the attention kernel's shared-memory limit for this head_dim; call once before any capture.
@@ -253,9 +208,6 @@ struct GemvParams {
   GemvEpilogue ep = GemvEpilogue::Store;
   const float* bias = nullptr;  // Residual only, [n] or null
   float* y = nullptr;
-  // When merge.part_acc is set, x is unused: input row r is the attention output of window row r, merged from
-  // its splits as attention_combine merges them (k = n_heads * head_dim, no norm, no x_rows).
-  SplitMerge merge;
   int rows_per_block = 1;       // set by launch_gemv
 };
 // The current device's SM count, read once (the GEMV's task split over one wave of blocks).

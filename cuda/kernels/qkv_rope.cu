@@ -7,8 +7,6 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/kv_access.cuh"
-#include "cuda/kernels/l2_prefetch.cuh"
-#include "cuda/kernels/l2_prefetch.hpp"
 #include "cuda/kernels/launch.cuh"
 #include "cuda/kernels/qkv_rope.cuh"
 
@@ -20,11 +18,9 @@ constexpr int kThreads = 256;
 constexpr int kGroupMinRows = 32;  // windows of fewer rows keep a block per head (more blocks for few rows)
 
 __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ qkv, QkvRopeParams p, int group,
-                                                            int q_groups, int kv_groups, L2Prefetch pf) {
+                                                            int q_groups, int kv_groups) {
   pdl_wait();
   pdl_launch_dependents();
-  issue_l2_prefetch(pf, size_t(gridDim.x) * gridDim.y * blockDim.x,
-                    (size_t(blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x);
   __shared__ float out[kQkvGroupHeads * kQkvMaxHeadDim];
   __shared__ float inv_s[kQkvGroupHeads];
   qkv_rope_block(qkv, p, blockIdx.x, blockIdx.y, group, q_groups, kv_groups, out, inv_s);
@@ -33,15 +29,8 @@ __global__ void __launch_bounds__(kThreads) qkv_rope_kernel(float* __restrict__ 
 }  // namespace
 
 void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, cudaStream_t stream) {
-  launch_qkv_rope(qkv, rows, p, L2Prefetch{}, stream);
-}
-
-void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, const L2Prefetch& pf, cudaStream_t stream) {
   if (rows <= 0) return;
   check_qkv_rope(p);
-  for (int r = 0; r < L2Prefetch::kRegions; ++r)
-    if (pf.bytes[r] && (pf.bytes[r] % 16 || reinterpret_cast<uintptr_t>(pf.ptr[r]) % 16))
-      throw Error("qkv_rope: an L2 prefetch region must be 16-byte aligned and a multiple of 16 bytes");
   // Many rows: groups of heads (fewer, fuller blocks: 8B 128 rows +2 %); few rows: a block per head of 128
   // threads, as before groups existed (a window of few rows has few blocks anyway).
   const int group = rows >= kGroupMinRows ? kQkvGroupHeads : 1;
@@ -49,7 +38,7 @@ void launch_qkv_rope(float* qkv, int rows, const QkvRopeParams& p, const L2Prefe
   const int kv_groups = (p.n_kv_heads + group - 1) / group;
   const dim3 grid(rows, q_groups + 2 * kv_groups);
   launch_kernel(qkv_rope_kernel, grid, group > 1 ? kThreads : kThreads / 2, 0, stream, qkv, p, group, q_groups,
-                kv_groups, pf);
+                kv_groups);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

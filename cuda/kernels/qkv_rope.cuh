@@ -23,32 +23,23 @@ __device__ __forceinline__ void rotate_pair(float a, float b, float c, float s, 
   *hi = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
 }
 
-// Where head t of a prepare_heads_with call comes from: its hd values (x), the split GEMM's remainder
-// products (xr, or null), its bias (or null) and its row position's cos/sin table rows (cs/sn, or null for v:
-// no rotation).
-struct HeadIn {
-  const float* x;
-  const float* xr;
-  const float* bias;
-  const float* cs;
-  const float* sn;
-};
-
-// count heads of hd values each, head t described by src(t) (a HeadIn); norm: the RMSNorm weight, or null.
-// Head t's result goes to out + t * out_stride (shared memory); inv (shared, count floats) is scratch.
-// Threads tid = 0 .. nthreads - 1 call it together, sync() holding them together; it ends with a sync. The
-// heads are prepared side by side (one sync per step for all of them), each exactly as a head on its own, and
-// no value depends on nthreads (each element and each head's sum of squares is one thread's, in order).
-template <class Src, class Sync>
-__device__ __forceinline__ void prepare_heads_with(Src src, int count, const float* norm, float eps, int hd,
-                                                   float* out, int out_stride, float* inv, int tid, int nthreads,
-                                                   Sync sync) {
+// count heads of hd values each, consecutive from x (xr: the split GEMM's remainder products, or null; bias:
+// the heads' biases, or null); norm: the RMSNorm weight, or null; cs/sn: the row position's cos/sin table
+// rows, or null for v (no rotation). Head t's result goes to out + t * out_stride (shared memory); inv
+// (shared, count floats) is scratch. Threads tid = 0 .. nthreads - 1 call it together, sync() holding them
+// together; it ends with a sync. The heads are prepared side by side (one sync per step for all of them),
+// each exactly as a head on its own, and no value depends on nthreads (each element and each head's sum of
+// squares is one thread's, in order).
+template <class Sync>
+__device__ __forceinline__ void prepare_heads_synced(const float* x, const float* xr, const float* bias, int count,
+                                                     const float* norm, float eps, const float* cs, const float* sn,
+                                                     int hd, float* out, int out_stride, float* inv, int tid,
+                                                     int nthreads, Sync sync) {
   for (int e = tid; e < count * hd; e += nthreads) {
     const int t = e / hd, d = e - t * hd;
-    const HeadIn h = src(t);
-    const float xe = __ldcg(h.x + d);  // through the L2 (ld.global.cg): each value is read once
-    const float v = h.xr ? __fadd_rn(xe, h.xr[d]) : xe;
-    out[t * out_stride + d] = h.bias ? __fadd_rn(v, h.bias[d]) : v;
+    const float xe = __ldcg(x + e);  // through the L2 (ld.global.cg): each value is read once
+    const float v = xr ? __fadd_rn(xe, xr[e]) : xe;
+    out[t * out_stride + d] = bias ? __fadd_rn(v, bias[e]) : v;
   }
   sync();
   if (norm) {
@@ -66,31 +57,15 @@ __device__ __forceinline__ void prepare_heads_with(Src src, int count, const flo
     }
     sync();
   }
-  if (src(0).cs) {
+  if (cs) {
     const int half = hd / 2;
     for (int e = tid; e < count * half; e += nthreads) {
       const int t = e / half, i = e - t * half;
-      const HeadIn h = src(t);
       float* o = out + t * out_stride;
-      rotate_pair(o[i], o[i + half], h.cs[i], h.sn[i], &o[i], &o[i + half]);
+      rotate_pair(o[i], o[i + half], cs[i], sn[i], &o[i], &o[i + half]);
     }
     sync();
   }
-}
-
-// count heads of hd values each, consecutive from x (xr: the split GEMM's remainder products, or null; bias:
-// the heads' biases, or null) of one row whose position's cos/sin table rows are cs/sn (null for v), as
-// prepare_heads_with prepares them.
-template <class Sync>
-__device__ __forceinline__ void prepare_heads_synced(const float* x, const float* xr, const float* bias, int count,
-                                                     const float* norm, float eps, const float* cs, const float* sn,
-                                                     int hd, float* out, int out_stride, float* inv, int tid,
-                                                     int nthreads, Sync sync) {
-  auto src = [=](int t) {
-    const size_t o = size_t(t) * size_t(hd);
-    return HeadIn{x + o, xr ? xr + o : nullptr, bias ? bias + o : nullptr, cs, sn};
-  };
-  prepare_heads_with(src, count, norm, eps, hd, out, out_stride, inv, tid, nthreads, sync);
 }
 
 // prepare_heads_synced by every thread of the block.

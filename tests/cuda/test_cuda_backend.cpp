@@ -137,9 +137,6 @@ TEST_CASE("bad options are refused naming the option") {
   o = CudaBackendOptions{};
   o.host_threads = -2;
   CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("host_threads must be >= 0, found -2"));
-  o = CudaBackendOptions{};
-  o.l2_prefetch_mb = 65;
-  CHECK_THROWS_WITH(CudaBackend(*model, o), Contains("l2_prefetch_mb must be within [0, 64], found 65"));
 }
 
 TEST_CASE("bad windows on the GPU throw strata::Error naming the problem and change no state") {

@@ -46,12 +46,11 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
   // 1 with the fused GEMV: single rows on the fused kernel (fp32 activations), the rest as with 1; and with
   // the one-row attention kernel too; or with the tensor-core attention's lean variant. 17 with fused GEMV
   // rows 16: windows of up to 16 rows on the fused GEMV (a draft model's backend), prompts of 17+ on cuBLAS.
-  // 6: path 2 with the L2 prefetch of the o and gate/up weights (a hint: every result must stay as it is).
   // Both KV dtypes, each against the CPU backend storing K/V the same way; transformers' greedy tokens (an
   // fp32 cache) are the reference for the fp32 cache only, its logits for both.
-  const int path = GENERATE(0, 1, 2, 3, 4, 5, 6);
+  const int path = GENERATE(0, 1, 2, 3, 4, 5);
   const int gemm_min_rows = path == 0 ? 65 : path == 5 ? kServerGemmMinRows : 1;
-  const bool fused_gemv = path >= 2, row_attention = path == 3, tc_lean = path == 4, l2_prefetch = path == 6;
+  const bool fused_gemv = path >= 2, row_attention = path == 3, tc_lean = path == 4;
   const int fused_gemv_rows = path == 5 ? kDraftFusedGemvRows : 0;
   const DType kv = GENERATE(DType::F32, DType::BF16);
   for (const std::string& dir : golden_dirs()) {
@@ -59,8 +58,7 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
                                                    << (fused_gemv ? " fused gemv" : "")
                                                    << (fused_gemv_rows ? " up to 16 rows" : "")
                                                    << (row_attention ? " + row attention" : "")
-                                                   << (tc_lean ? " + lean attention" : "")
-                                                   << (l2_prefetch ? " + L2 prefetch" : "") << " kv "
+                                                   << (tc_lean ? " + lean attention" : "") << " kv "
                                                    << dtype_name(kv)) {
       const nlohmann::json golden = read_json(dir + "/golden.json");
       auto model = load_model(dir);
@@ -78,7 +76,6 @@ TEST_CASE("CUDA backend matches the CPU backend and transformers on every golden
       go.fused_gemv_rows = fused_gemv_rows;
       go.fused_row_attention = row_attention;
       go.attention_tc_lean = tc_lean ? 1 : 0;
-      go.l2_prefetch_mb = l2_prefetch ? 1 : 0;
       go.kv_cache_dtype = kv;
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) {
         CHECK_THROWS_WITH(CudaBackend(*model, go), Catch::Matchers::Contains("needs head_dim to be a multiple of 8"));

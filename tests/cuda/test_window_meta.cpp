@@ -80,37 +80,11 @@ TEST_CASE("a segment's metadata indexes its own rows, and its split cap covers i
 }
 
 TEST_CASE("window shapes that differ in any field are different graphs", "[host]") {
-  WindowShape a{1, 1, 1, 1}, b{1, 1, 1, 2}, c{2, 1, 1, 1}, d = a;
-  d.tile_per_slot = true;
+  WindowShape a{1, 1, 1, 1}, b{1, 1, 1, 2}, c{2, 1, 1, 1};
   CHECK(a < b);
   CHECK(!(b < a));
   CHECK(a < c);
   CHECK(!(a < a));
-  CHECK(a < d);
-  CHECK(!(d < a));
-}
-
-TEST_CASE("tile_per_slot: set when no real slot has two query tiles, padding and short-tile cuts counted", "[host]") {
-  Window decode;  // three slots' decode rows and a 5-row verify run: one tile each
-  decode.rows.push_back(row(0, 1, 40));
-  decode.rows.push_back(row(1, 1, 7));
-  for (int i = 0; i < 5; ++i) decode.rows.push_back(row(2, 1, 300 + i));
-  CHECK(build_window_meta(decode, 0, 7, 32).shape.tile_per_slot);
-  // Padded to its bucket with the scratch slot's rows (several tiles of their own): still one tile a real slot.
-  CHECK(build_window_meta(decode, 0, 7, 32, 9, 16).shape.tile_per_slot);
-  // A 20-row prompt chunk is two tiles of one slot.
-  CHECK(!build_window_meta(slot_chunk(2, 7, 20), 0, 20, 32).shape.tile_per_slot);
-  // Interleaved rows of one slot make a tile per run.
-  Window inter;
-  inter.rows.push_back(row(3, 1, 0));
-  inter.rows.push_back(row(1, 1, 0));
-  inter.rows.push_back(row(3, 1, 1));
-  CHECK(!build_window_meta(inter, 0, 3, 32).shape.tile_per_slot);
-  // Short tiles cut the 5-row run into tiles of 2: no longer one a slot.
-  Window wide = decode;
-  while (wide.rows.size() < 20) wide.rows.push_back(row(SlotId(10 + wide.rows.size()), 1, 3));
-  CHECK(build_window_meta(wide, 0, 20, 32).shape.tile_per_slot);
-  CHECK(!build_window_meta(wide, 0, 20, 32, kNoSlot, 16, 0, 2, 16).shape.tile_per_slot);
 }
 
 TEST_CASE("the skinny matmul refuses an inner dimension its 16-byte loads cannot cover", "[host]") {
