@@ -4,7 +4,7 @@
 # because a call brings back at most 8 files; the limit because a command killed by the call's own timeout
 # brings back nothing it meant to pack.
 #
-#   tools/bench/device_call.sh LIMIT_S PLAN      e.g. tools/bench/device_call.sh 540 tools/bench/plans/l2prefetch.sh
+#   tools/bench/device_call.sh LIMIT_S PLAN      e.g. tools/bench/device_call.sh 540 tools/bench/plans/decode_ab.sh
 #
 # The plan runs with $S (gpu_session.sh), $B (the unpacked binaries) and OUT (a scratch folder whose contents
 # end up in out.tgz) set, from the repository root; the first step that fails stops it. Give LIMIT_S about a
