@@ -69,7 +69,8 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 // residual row are read through the L2 (ld.global.cg): a block reads each value once, so the L1 has nothing
 // to keep (the kernel was tested and timed so, docs/PERFORMANCE.md runs 65-66).
 template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
-__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp,
+                                                                         int late_norm) {
   extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
   __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
   const int bx = blockIdx.x, by = blockIdx.y;
@@ -118,11 +119,15 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   float ss[RT];
 #pragma unroll
   for (int r = 0; r < RT; ++r) ss[r] = 0.0f;
+  const float4* n4 = reinterpret_cast<const float4*>(p.norm);
   for (int g = threadIdx.x; g < groups; g += blockDim.x) {
     float4 v[RT];
 #pragma unroll
     for (int r = 0; r < RT; ++r)
       v[r] = r < nr && g < real ? __ldcg(x4[r] + g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    // late_norm: the rows are staged as norm * x, and the matmul's sums are scaled by 1 / rms at the end
+    // (STRATA_GEMV_LATE_NORM; a measurement, other bits than the path below).
+    const float4 nw = NORM && late_norm && g < real ? n4[g] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       if (r < nr) {
@@ -132,11 +137,21 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
           ss[r] = fmaf(v[r].z, v[r].z, ss[r]);
           ss[r] = fmaf(v[r].w, v[r].w, ss[r]);
         }
-        xs[size_t(r) * groups + permuted(g)] = v[r];
+        xs[size_t(r) * groups + permuted(g)] =
+            NORM && late_norm ? make_float4(__fmul_rn(nw.x, v[r].x), __fmul_rn(nw.y, v[r].y),
+                                            __fmul_rn(nw.z, v[r].z), __fmul_rn(nw.w, v[r].w))
+                              : v[r];
       }
     }
   }
-  if (NORM) {
+  float late_inv[RT];  // late_norm: each row's 1 / rms, every warp (lane r uses row r's)
+  if (NORM && late_norm) {
+#pragma unroll
+    for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < RT; ++r) row_sums[r][warp] = ss[r];  // read after the staging barrier below
+  } else if (NORM) {
     // block_sum for every row at once: warp butterflies, then the warp sums in warp order.
 #pragma unroll
     for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
@@ -156,7 +171,6 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     float inv[RT];
 #pragma unroll
     for (int r = 0; r < RT; ++r) inv[r] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(row_sums[r][0], float(k)), p.eps));
-    const float4* n4 = reinterpret_cast<const float4*>(p.norm);
     for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
       const float4 nw = n4[g];
 #pragma unroll
@@ -170,6 +184,14 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     }
   }
   __syncthreads();
+  if (NORM && late_norm) {
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+      float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
+      t = warp_sum(t);
+      late_inv[r] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(t, float(k)), p.eps));
+    }
+  }
 
   float acc[NR][RT];
 #pragma unroll
@@ -188,7 +210,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 #pragma unroll
         for (int i = 0; i < NR; ++i) {
           const float t = warp_sum(acc[i][r]);
-          if (lane == r) mine[i] = t;
+          if (lane == r) mine[i] = NORM && late_norm ? __fmul_rn(t, late_inv[r]) : t;
         }
       }
 #pragma unroll
@@ -267,6 +289,14 @@ int block_rows(int n, int k, int rows) {
   return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
 }
 
+// STRATA_GEMV_LATE_NORM=1, read once: launches with the input norm stage norm * x and scale the sums by
+// 1 / rms at the end, so no block barrier and rescaling pass sit between staging and the first FMA (a
+// measurement: other bits than the default).
+int gemv_late_norm() {
+  static const int v = env_int("STRATA_GEMV_LATE_NORM", 0, 1, 0);
+  return v;
+}
+
 template <int NR, GemvEpilogue EP, bool NORM, int RT>
 void launch_rt(GemvParams p, cudaStream_t stream) {
   const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
@@ -277,13 +307,13 @@ void launch_rt(GemvParams p, cudaStream_t stream) {
   if constexpr (RT == 1 && !NORM) {
     if (wide >= narrow) {
       launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(wide, row_groups), dim3(32 * 32), smem, stream, p,
-                    tpw_wide);
+                    tpw_wide, gemv_late_norm());
       STRATA_CUDA_CHECK_LAUNCH();
       return;
     }
   }
   launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, dim3(narrow, row_groups), dim3(16 * 32), smem, stream, p,
-                tpw_narrow);
+                tpw_narrow, gemv_late_norm());
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
