@@ -16,6 +16,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/kernels/kernel_trace.hpp"
 #include "cuda/kernels/kernels.hpp"
 
 namespace strata {
@@ -184,7 +185,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile] [--trace FILE]\n",
                name);
   return 2;
 }
@@ -193,7 +194,7 @@ int usage(const char* name) {
 
 int run_bench_command(int argc, char** argv) {
   const char* name = argc > 0 ? argv[0] : "bench";
-  std::string model_dir;
+  std::string model_dir, trace_path;
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
@@ -226,6 +227,8 @@ int run_bench_command(int argc, char** argv) {
       if (!parse_int(argv[++i], 1, &tokens)) return usage(name);
     } else if (!std::strcmp(argv[i], "--matvec")) {
       matvec = true;
+    } else if (!std::strcmp(argv[i], "--trace") && has_value) {
+      trace_path = argv[++i];  // one more batch-1 decode window, its kernel timeline to this CSV
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;  // only the last two decode windows of each batch size run inside cudaProfilerStart/Stop
     } else if (!std::strcmp(argv[i], "--gemm-min-rows") && has_value) {
@@ -396,6 +399,14 @@ int run_bench_command(int argc, char** argv) {
       std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f %s=%.3f roofline_fraction=%.3f picks_fnv=%016llx\n",
                   B, prompt, tokens, win_s * B, B == 1 ? "ms_per_token" : "ms_per_window", 1e3 * sb / (tokens - 1),
                   bytes_per_token * win_s / bw, static_cast<unsigned long long>(picks_hash));
+      if (B == 1 && !trace_path.empty()) {  // after the timed steps: one more window, traced
+        cuda::KernelTrace trace;
+        trace.start();
+        step(prompt + tokens);
+        const auto records = trace.stop();
+        cuda::write_kernel_trace_csv(records, trace_path);
+        std::printf("trace %s: %zu block records\n", trace_path.c_str(), records.size());
+      }
       for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
     }
 

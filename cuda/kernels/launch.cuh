@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/kernels/kernel_trace.hpp"
 
 namespace strata {
 namespace cuda {
@@ -23,8 +24,52 @@ inline bool pdl_enabled() {
   return on;
 }
 
+#ifdef STRATA_KERNEL_TRACE
+// Each translation unit's pointer to the trace buffer (kernel_trace.hpp), null while no trace runs.
+namespace trace_tu {
+static __constant__ KernelTraceRecord* buffer;
+struct Registrar {
+  static void set(KernelTraceRecord* b) { STRATA_CUDA_CHECK(cudaMemcpyToSymbol(buffer, &b, sizeof b)); }
+  Registrar() { kernel_trace_register(&set); }
+};
+static Registrar registrar;
+}  // namespace trace_tu
+
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Both are no-ops for a kernel launched without the PDL attribute. With STRATA_KERNEL_TRACE, thread 0 of
+// each block records the block's arrival and the wait's end (kernel_trace.hpp).
+__device__ __forceinline__ void pdl_wait() {
+  const uint64_t t0 = global_ns();
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  KernelTraceRecord* const buf = trace_tu::buffer;
+  if (buf && threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    const uint64_t t1 = global_ns();
+    uint64_t grid;
+    unsigned sm;
+    asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (block < unsigned(kTraceMaxBlocks)) {
+      KernelTraceRecord& r = buf[(grid % kTraceGrids) * kTraceMaxBlocks + block];
+      r.grid_id = grid;
+      r.start_ns = t0;
+      r.release_ns = t1;
+      r.block = block;
+      r.blocks = gridDim.x * gridDim.y * gridDim.z;
+      r.sm = sm;
+      r.threads = blockDim.x * blockDim.y * blockDim.z;
+    }
+  }
+}
+#else
 // Both are no-ops for a kernel launched without the PDL attribute.
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+#endif
 // Lets the next kernel's launch begin once every block of this one has started (called at a block's start,
 // so the dependent grid can take SMs as this grid's last wave drains).
 __device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }

@@ -5,7 +5,8 @@
 #
 #   bin     .devcarry/bin.txz: strata, test_cuda and strata_bench_cuda from the CUDA build (default build/,
 #           made by scripts/setup-build.sh --cuda on), stripped, with bin/lib/ holding the shared libraries
-#           they link from our Debian packages (the GPU image has CUDA and the C/C++ runtime, not these).
+#           they link from our Debian packages (the GPU image has CUDA and the C/C++ runtime, not these);
+#           and strata_bench_cuda_trace when build-trace/ holds a -DSTRATA_KERNEL_TRACE=ON build.
 #   models  .devcarry/models.txz: models/ (the strata-tiny pair, for `gpu_session.sh spec-cuda`).
 #   sweep   .devcarry/node.xz (this machine's node, for bench_serve.mjs) and .devcarry/llama3_1.tgz (a Llama 3
 #           tokenizer from the npm reference packages, so the random Llama checkpoints can be served).
@@ -32,6 +33,12 @@ for w in $what; do
         cp "$build/$b" "$stage/bin/"
       done
       strip "$stage"/bin/strata "$stage"/bin/test_cuda "$stage"/bin/strata_bench_cuda
+      # A measurement build with kernel timelines (-DSTRATA_KERNEL_TRACE=ON in build-trace/), when there is one:
+      # gpu_session.sh's trace steps run it.
+      if [ -x build-trace/cuda/strata_bench_cuda ]; then
+        cp build-trace/cuda/strata_bench_cuda "$stage/bin/strata_bench_cuda_trace"
+        strip "$stage/bin/strata_bench_cuda_trace"
+      fi
       # The libraries of the Debian packages strata links (scripts/deps.sh), resolved as ldd resolves them here.
       ldd "$build/strata" | awk '$3 ~ /^\// {print $3}' |
         grep -E 'lib(prometheus-cpp|yaml-cpp|pcre2|cpp-httplib|spdlog|fmt|brotli)' |

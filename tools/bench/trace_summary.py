@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Summarizes a kernel timeline from strata_bench_cuda --trace FILE (a build with -DSTRATA_KERNEL_TRACE=ON).
+
+One line per kernel launch, in launch order: its blocks and threads, when its first and last blocks
+arrived (reached pdl_wait), when their waits returned (the previous kernel had finished), and two spans
+that say where a step's time goes:
+  held   release of this launch minus release of the previous one: how long the previous kernel held the
+         chain after it was itself released (its run, tail and the hand-over);
+  early  release minus the first block's arrival: how long this launch's blocks sat resident first.
+Times are microseconds from the first release. %globaltimer's resolution bounds what the spans can show.
+
+  tools/bench/trace_summary.py trace.csv [--layers N [--head H]]   (also the held time by position in a layer)
+"""
+import argparse
+import csv
+import statistics
+from collections import defaultdict
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv")
+    ap.add_argument("--layers", type=int, default=0, help="layers of the model, to fold the launches per layer")
+    ap.add_argument("--head", type=int, default=1, help="launches before the first layer's (default 1)")
+    args = ap.parse_args()
+    grids = defaultdict(list)
+    with open(args.csv) as f:
+        for row in csv.DictReader(f):
+            grids[int(row["grid_id"])].append(row)
+    launches = []
+    for gid in sorted(grids):
+        rows = grids[gid]
+        starts = [int(r["start_ns"]) for r in rows]
+        rel = [int(r["release_ns"]) for r in rows]
+        launches.append({
+            "grid": gid, "blocks": int(rows[0]["blocks"]), "threads": int(rows[0]["threads"]),
+            "recorded": len(rows), "sms": len({r["sm"] for r in rows}),
+            "first_start": min(starts), "last_start": max(starts),
+            "release": statistics.median(rel), "release_max": max(rel)})
+    if not launches:
+        print("no records")
+        return
+    t0 = launches[0]["release"]
+    print(f"{'#':>4} {'blocks':>6} {'thr':>5} {'first':>9} {'last':>9} {'release':>9} {'held':>7} {'early':>7}")
+    prev = None
+    helds = []
+    for i, l in enumerate(launches):
+        held = (l["release"] - prev) / 1e3 if prev is not None else 0.0
+        helds.append(held)
+        print(f"{i:>4} {l['blocks']:>6} {l['threads']:>5} {(l['first_start'] - t0) / 1e3:>9.2f} "
+              f"{(l['last_start'] - t0) / 1e3:>9.2f} {(l['release'] - t0) / 1e3:>9.2f} {held:>7.2f} "
+              f"{(l['release'] - l['first_start']) / 1e3:>7.2f}")
+        prev = l["release"]
+    total = (launches[-1]["release"] - launches[0]["release"]) / 1e3
+    print(f"{len(launches)} launches, {total:.1f} us from the first release to the last")
+    if args.layers > 0:
+        # The window's head (--head launches, the embedding) comes first, then the layers' launches, then the
+        # tail (final norm, LM head, the pick): per layer is what divides evenly.
+        per = (len(launches) - args.head) // args.layers
+        if per <= 0:
+            print("cannot fold: fewer launches than layers")
+            return
+        print(f"per layer: {per} launches (head {args.head}, tail {len(launches) - args.head - per * args.layers});"
+              " median held time by position:")
+        for pos in range(per):
+            vals = [helds[args.head + l * per + pos] for l in range(args.layers)]
+            print(f"  {pos}: {statistics.median(vals):7.2f} us  (blocks {launches[args.head + pos]['blocks']})")
+
+if __name__ == "__main__":
+    main()
