@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     __syncthreads();
     float inv[RT];
 #pragma unroll
-    for (int r = 0; r < RT; ++r) inv[r] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(row_sums[r][0], float(k)), p.eps));
+    for (int r = 0; r < RT; ++r) inv[r] = rms_inv(row_sums[r][0], k, p.eps);
     for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
       const float4 nw = n4[g];
 #pragma unroll
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     for (int r = 0; r < RT; ++r) {
       float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
       t = warp_sum(t);
-      late_inv[r] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(t, float(k)), p.eps));
+      late_inv[r] = rms_inv(t, k, p.eps);
     }
   }
 

@@ -202,7 +202,7 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
         for (int p = lane; p < parts; p += 32)
           ss = __fadd_rn(ss, ss_staged ? fold_ss[i * parts + p] : fold.ss_in[size_t(r) * parts + p]);
       ss = warp_sum(ss);
-      if (lane == 0) fold_rows[0][i] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(ss, float(k)), fold.eps));
+      if (lane == 0) fold_rows[0][i] = rms_inv(ss, k, fold.eps);
     }
   }
 #pragma unroll

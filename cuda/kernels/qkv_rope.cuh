@@ -47,7 +47,7 @@ __device__ __forceinline__ void prepare_heads_synced(const float* x, const float
       const float* o = out + t * out_stride;
       float ss = 0.0f;
       for (int d = 0; d < hd; ++d) ss = __fmaf_rn(o[d], o[d], ss);
-      inv[t] = 1.0f / sqrtf(__fadd_rn(__fdiv_rn(ss, float(hd)), eps));
+      inv[t] = rms_inv(ss, hd, eps);
     }
     sync();
     for (int e = tid; e < count * hd; e += nthreads) {

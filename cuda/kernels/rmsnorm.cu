@@ -78,7 +78,7 @@ __device__ __forceinline__ float inv_rms(float ss, float* warp_sums, int n, floa
   float total = lane < int(blockDim.x >> 5) ? warp_sums[lane] : 0.0f;
 #pragma unroll
   for (int o = 16; o >= 1; o /= 2) total = __fadd_rn(total, __shfl_xor_sync(kFull, total, o));
-  return 1.0f / sqrtf(__fadd_rn(__fdiv_rn(total, float(n)), eps));
+  return rms_inv(total, n, eps);
 }
 
 // A thread's groups: g = threadIdx.x + k * blockDim.x for k < kG (those below n / 4, rounded up).
