@@ -68,9 +68,11 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 // of the window, p.rows_per_block of them from row blockIdx.y * p.rows_per_block on. Activations and the
 // residual row are read through the L2 (ld.global.cg): a block reads each value once, so the L1 has nothing
 // to keep (the kernel was tested and timed so, docs/PERFORMANCE.md runs 65-66).
-template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
-__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp,
-                                                                         int late_norm) {
+// kLate (with NORM; STRATA_GEMV_LATE_NORM, a measurement): the rows are staged as norm * x and each sum is
+// scaled by 1 / rms at the end, other bits than the default's.
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT, bool kLate = false>
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
+  static_assert(NORM || !kLate, "a late norm needs the norm");
   extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
   __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
   const int bx = blockIdx.x, by = blockIdx.y;
@@ -125,9 +127,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 #pragma unroll
     for (int r = 0; r < RT; ++r)
       v[r] = r < nr && g < real ? __ldcg(x4[r] + g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    // late_norm: the rows are staged as norm * x, and the matmul's sums are scaled by 1 / rms at the end
-    // (STRATA_GEMV_LATE_NORM; a measurement, other bits than the path below).
-    const float4 nw = NORM && late_norm && g < real ? n4[g] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    const float4 nw = kLate && g < real ? n4[g] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       if (r < nr) {
@@ -138,14 +138,14 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
           ss[r] = fmaf(v[r].w, v[r].w, ss[r]);
         }
         xs[size_t(r) * groups + permuted(g)] =
-            NORM && late_norm ? make_float4(__fmul_rn(nw.x, v[r].x), __fmul_rn(nw.y, v[r].y),
+            kLate ? make_float4(__fmul_rn(nw.x, v[r].x), __fmul_rn(nw.y, v[r].y),
                                             __fmul_rn(nw.z, v[r].z), __fmul_rn(nw.w, v[r].w))
                               : v[r];
       }
     }
   }
-  float late_inv[RT];  // late_norm: each row's 1 / rms, every warp (lane r uses row r's)
-  if (NORM && late_norm) {
+  float late_inv[RT];  // kLate: each row's 1 / rms, every warp (lane r uses row r's)
+  if (kLate) {
 #pragma unroll
     for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
     if (lane == 0)
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     }
   }
   __syncthreads();
-  if (NORM && late_norm) {
+  if (kLate) {
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 #pragma unroll
         for (int i = 0; i < NR; ++i) {
           const float t = warp_sum(acc[i][r]);
-          if (lane == r) mine[i] = NORM && late_norm ? __fmul_rn(t, late_inv[r]) : t;
+          if (lane == r) mine[i] = kLate ? __fmul_rn(t, late_inv[r]) : t;
         }
       }
 #pragma unroll
@@ -289,11 +289,10 @@ int block_rows(int n, int k, int rows) {
   return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
 }
 
-// STRATA_GEMV_LATE_NORM=1, read once: launches with the input norm stage norm * x and scale the sums by
-// 1 / rms at the end, so no block barrier and rescaling pass sit between staging and the first FMA (a
-// measurement: other bits than the default).
-int gemv_late_norm() {
-  static const int v = env_int("STRATA_GEMV_LATE_NORM", 0, 1, 0);
+// STRATA_GEMV_LATE_NORM=1, read once: launches with the input norm take kLate, so one block barrier and no
+// rescaling pass sit between staging and the first FMA (a measurement: other bits than the default).
+bool gemv_late_norm() {
+  static const bool v = env_int("STRATA_GEMV_LATE_NORM", 0, 1, 0) != 0;
   return v;
 }
 
@@ -307,13 +306,21 @@ void launch_rt(GemvParams p, cudaStream_t stream) {
   if constexpr (RT == 1 && !NORM) {
     if (wide >= narrow) {
       launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(wide, row_groups), dim3(32 * 32), smem, stream, p,
-                    tpw_wide, gemv_late_norm());
+                    tpw_wide);
+      STRATA_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
+  if constexpr (NORM) {
+    if (gemv_late_norm()) {
+      launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT, true>, dim3(narrow, row_groups), dim3(16 * 32), smem,
+                    stream, p, tpw_narrow);
       STRATA_CUDA_CHECK_LAUNCH();
       return;
     }
   }
   launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, dim3(narrow, row_groups), dim3(16 * 32), smem, stream, p,
-                tpw_narrow, gemv_late_norm());
+                tpw_narrow);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -334,6 +341,13 @@ void configure_one() {
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 2>, attr, int(kSmemMax)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 4>, attr, int(kSmemMax)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock>, attr, int(kSmemMax)));
+  if constexpr (NORM) {  // the late-norm measurement's kernels
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 1, true>, attr, int(kSmemMax)));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 2, true>, attr, int(kSmemMax)));
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 4, true>, attr, int(kSmemMax)));
+    STRATA_CUDA_CHECK(
+        cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock, true>, attr, int(kSmemMax)));
+  }
 }
 
 }  // namespace
