@@ -36,6 +36,8 @@ for w in $what; do
       # A measurement build with kernel timelines (-DSTRATA_KERNEL_TRACE=ON in build-trace/), when there is one:
       # gpu_session.sh's trace steps run it.
       if [ -x build-trace/cuda/strata_bench_cuda ]; then
+        # Said aloud: a build-trace/ left from an older tree would be carried too.
+        echo "pack_device.sh: with build-trace/cuda/strata_bench_cuda ($(date -r build-trace/cuda/strata_bench_cuda +%F\ %T))"
         cp build-trace/cuda/strata_bench_cuda "$stage/bin/strata_bench_cuda_trace"
         strip "$stage/bin/strata_bench_cuda_trace"
       fi
