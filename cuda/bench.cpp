@@ -228,7 +228,7 @@ int run_bench_command(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--matvec")) {
       matvec = true;
     } else if (!std::strcmp(argv[i], "--trace") && has_value) {
-      trace_path = argv[++i];  // one more batch-1 decode window, its kernel timeline to this CSV
+      trace_path = argv[++i];  // one more decode window per batch size, its kernel timeline to this CSV
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;  // only the last two decode windows of each batch size run inside cudaProfilerStart/Stop
     } else if (!std::strcmp(argv[i], "--gemm-min-rows") && has_value) {
@@ -399,13 +399,14 @@ int run_bench_command(int argc, char** argv) {
       std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f %s=%.3f roofline_fraction=%.3f picks_fnv=%016llx\n",
                   B, prompt, tokens, win_s * B, B == 1 ? "ms_per_token" : "ms_per_window", 1e3 * sb / (tokens - 1),
                   bytes_per_token * win_s / bw, static_cast<unsigned long long>(picks_hash));
-      if (B == 1 && !trace_path.empty()) {  // after the timed steps: one more window, traced
+      if (!trace_path.empty()) {  // after the timed steps: one more window, traced (FILE at batch 1, FILE.bB above)
+        const std::string path = B == 1 ? trace_path : trace_path + ".b" + std::to_string(B);
         cuda::KernelTrace trace;
         trace.start();
         step(prompt + tokens);
         const auto records = trace.stop();
-        cuda::write_kernel_trace_csv(records, trace_path);
-        std::printf("trace %s: %zu block records\n", trace_path.c_str(), records.size());
+        cuda::write_kernel_trace_csv(records, path);
+        std::printf("trace %s: %zu block records\n", path.c_str(), records.size());
       }
       for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
     }

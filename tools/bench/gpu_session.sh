@@ -5,9 +5,9 @@
 #
 #   tools/bench/gpu_session.sh BINDIR [steps...]     steps: info test serve bench1b bench8b (default: all)
 #
-#   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); trace1b trace8b tracetiny (one
-#   decode window's kernel timeline from inside the graph, tools/bench/trace_summary.py; needs the
-#   -DSTRATA_KERNEL_TRACE=ON build that pack_device.sh carries as strata_bench_cuda_trace); sweep1b sweep8b
+#   extra steps: ncu1b ncu8b (per-kernel decode times through Nsight Compute); trace1b trace8b tracetiny
+#   tracedraft (one decode window's kernel timeline at each batch of TRACE_BATCH (default 1) from inside the
+#   graph, tools/bench/trace_summary.py; needs the -DSTRATA_KERNEL_TRACE=ON build that pack_device.sh carries as strata_bench_cuda_trace); sweep1b sweep8b
 #   sweep8b-invariant (HTTP load at SWEEP_LEVELS concurrency; node from PATH or .devcarry/node.xz);
 #   spec-cuda spec-cuda-invariant spec-cpu (strata bench spec on models/strata-tiny + its draft); spec1 (the same
 #   at batch 1 only, for each of SPEC_K (default 4) drafts a window, SPEC_ROUNDS (default 2) times);
@@ -73,13 +73,20 @@ for step in $steps; do
             ${AB_BATCH:+--batch $AB_BATCH} $v ${BENCH_EXTRA:-} 2>&1 | grep -E "^model=|decode" | tee -a "$out/ab_$shape.log"
         done
       done ;;
-    trace1b|trace8b|tracetiny)  # one decode window's kernel timeline (strata_bench_cuda_trace, kernel_trace.hpp)
+    trace1b|trace8b|tracetiny|tracedraft)  # decode windows' kernel timelines (strata_bench_cuda_trace, kernel_trace.hpp)
       shape=${step#trace}; model=/tmp/llama-$shape; layers=16
-      [ "$shape" = 8b ] && layers=32
-      if [ "$shape" = tiny ]; then model=models/strata-tiny; layers=8; else make_model "$shape" "$model"; fi
+      case $shape in
+        8b) layers=32; make_model "$shape" "$model" ;;
+        tiny) model=models/strata-tiny; layers=8 ;;
+        draft) model=models/strata-tiny-draft; layers=1 ;;
+        *) make_model "$shape" "$model" ;;
+      esac
       run timeout 120 "$bin/strata_bench_cuda_trace" --model "$model" --prompt 256 --tokens 64 --prefill 16 \
-        --trace "$out/trace_$shape.csv" ${BENCH_EXTRA:-} 2>&1 | grep -E "^model=|decode|trace" | tee "$out/trace_$shape.log"
-      python3 tools/bench/trace_summary.py "$out/trace_$shape.csv" --layers "$layers" | tee "$out/trace_$shape.txt" ;;
+        --trace "$out/trace_$shape.csv" ${TRACE_BATCH:+--batch $TRACE_BATCH} ${BENCH_EXTRA:-} 2>&1 |
+        grep -E "^model=|decode|trace" | tee "$out/trace_$shape.log"
+      for f in "$out"/trace_"$shape".csv*; do  # trace_SHAPE.csv at batch 1, trace_SHAPE.csv.bB at batch B
+        echo "--- $f"; python3 tools/bench/trace_summary.py "$f" --layers "$layers"
+      done | tee "$out/trace_$shape.txt" ;;
     ncu1b|ncu8b)  # per-kernel times of decode steps (the last replays of the run), CSV for tools/bench/ncu_summary.py
       shape=${step#ncu}; make_model "$shape" /tmp/llama-$shape
       run timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
