@@ -406,7 +406,8 @@ int run_bench_command(int argc, char** argv) {
         step(prompt + tokens);
         const auto records = trace.stop();
         cuda::write_kernel_trace_csv(records, path);
-        std::printf("trace %s: %zu block records\n", path.c_str(), records.size());
+        std::printf("trace %s: %zu block records of %llu blocks arrived\n", path.c_str(), records.size(),
+                    static_cast<unsigned long long>(trace.arrived()));
       }
       for (int b = 1; b < B; ++b) be.close_slot(slots[size_t(b)]);
     }

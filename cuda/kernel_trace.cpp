@@ -20,7 +20,7 @@ void set_all(KernelTraceRecord* buffer) {
   for (auto set : setters()) set(buffer);
 }
 
-constexpr size_t kRecords = size_t(kTraceGrids) * kTraceMaxBlocks;
+constexpr size_t kRecords = size_t(kTraceRecords) + 1;  // with the counter
 
 }  // namespace
 
@@ -57,13 +57,9 @@ std::vector<KernelTraceRecord> KernelTrace::stop() {
   set_all(nullptr);
   std::vector<KernelTraceRecord> all(kRecords);
   STRATA_CUDA_CHECK(cudaMemcpy(all.data(), buffer_, kRecords * sizeof(KernelTraceRecord), cudaMemcpyDeviceToHost));
-  std::vector<KernelTraceRecord> out;
-  for (const KernelTraceRecord& r : all)
-    if (r.grid_id != 0) out.push_back(r);
-  std::sort(out.begin(), out.end(), [](const KernelTraceRecord& a, const KernelTraceRecord& b) {
-    return a.grid_id != b.grid_id ? a.grid_id < b.grid_id : a.block < b.block;
-  });
-  return out;
+  arrived_ = all[0].grid_id;
+  const size_t n = std::min<uint64_t>(arrived_, kTraceRecords);
+  return std::vector<KernelTraceRecord>(all.begin() + 1, all.begin() + 1 + static_cast<long>(n));
 }
 
 void write_kernel_trace_csv(const std::vector<KernelTraceRecord>& records, const std::string& path) {

@@ -1,7 +1,8 @@
 // Kernel timelines from inside a window's graph (a build with -DSTRATA_KERNEL_TRACE=ON; strata_bench_cuda
 // --trace FILE): every kernel's pdl_wait() (launch.cuh) has thread 0 of each block write the block's start
 // and the moment its wait returned (%globaltimer, ns), the launch's %gridid, its block index and count and its
-// SM into a device buffer, with plain stores (no atomics: the block does not wait on them). A kernel's release
+// SM into the next free record of a device buffer (one atomic before the wait, whose round trip the wait
+// hides; the record itself in plain stores). A kernel's release
 // is when its predecessor finished, so the records show how early each kernel's blocks sat resident and how
 // long each step of a layer held the chain. Nsight Systems is not available on the GPU machine, and Nsight
 // Compute serializes the kernels, which hides exactly that.
@@ -15,14 +16,13 @@ namespace strata {
 namespace cuda {
 
 struct KernelTraceRecord {
-  uint64_t grid_id = 0;     // 0: slot unused
+  uint64_t grid_id = 0;     // %gridid (the buffer's first record: how many blocks arrived)
   uint64_t start_ns = 0;    // the block reached pdl_wait()
   uint64_t release_ns = 0;  // pdl_wait() returned
   uint32_t block = 0, blocks = 0, sm = 0, threads = 0;
   uint64_t pad = 0;
 };
-constexpr int kTraceGrids = 512;        // launches a trace holds (a ring by %gridid)
-constexpr int kTraceMaxBlocks = 2048;   // blocks a launch records
+constexpr int kTraceRecords = 1 << 20;  // blocks a trace records (the first ones to arrive)
 
 // Whether this build records (STRATA_KERNEL_TRACE).
 bool kernel_trace_built();
@@ -30,7 +30,8 @@ bool kernel_trace_built();
 void kernel_trace_register(void (*set)(KernelTraceRecord* buffer));
 
 // Records every kernel launched between start() and stop() (the device synchronized in both); stop() returns
-// the records, ordered by grid id and block. Throws strata::Error in a build without tracing.
+// the records in the order the blocks arrived, and arrived() how many did (more than returned when the
+// buffer filled). Throws strata::Error in a build without tracing.
 class KernelTrace {
  public:
   KernelTrace();
@@ -39,9 +40,11 @@ class KernelTrace {
   KernelTrace& operator=(const KernelTrace&) = delete;
   void start();
   std::vector<KernelTraceRecord> stop();
+  uint64_t arrived() const { return arrived_; }
 
  private:
-  KernelTraceRecord* buffer_ = nullptr;
+  KernelTraceRecord* buffer_ = nullptr;  // the counter record, then kTraceRecords records
+  uint64_t arrived_ = 0;
 };
 
 // CSV of the records (a header line, then grid_id,block,blocks,threads,sm,start_ns,release_ns with times

@@ -25,14 +25,18 @@ inline bool pdl_enabled() {
 }
 
 #ifdef STRATA_KERNEL_TRACE
-// Each translation unit's pointer to the trace buffer (kernel_trace.hpp), null while no trace runs.
+// Each translation unit's pointer to the trace buffer (kernel_trace.hpp), null while no trace runs, and its
+// setter. All of it has internal linkage: an inline setter with external linkage would be merged by the
+// linker into one, which sets one unit's pointer for every registration.
 namespace trace_tu {
-static __constant__ KernelTraceRecord* buffer;
+namespace {
+__constant__ KernelTraceRecord* buffer;
 struct Registrar {
   static void set(KernelTraceRecord* b) { STRATA_CUDA_CHECK(cudaMemcpyToSymbol(buffer, &b, sizeof b)); }
   Registrar() { kernel_trace_register(&set); }
 };
-static Registrar registrar;
+Registrar registrar;
+}  // namespace
 }  // namespace trace_tu
 
 __device__ __forceinline__ uint64_t global_ns() {
@@ -42,28 +46,30 @@ __device__ __forceinline__ uint64_t global_ns() {
 }
 
 // Both are no-ops for a kernel launched without the PDL attribute. With STRATA_KERNEL_TRACE, thread 0 of
-// each block records the block's arrival and the wait's end (kernel_trace.hpp).
+// each block records the block's arrival and the wait's end in the next free record (kernel_trace.hpp).
 __device__ __forceinline__ void pdl_wait() {
   const uint64_t t0 = global_ns();
-  asm volatile("griddepcontrol.wait;" ::: "memory");
   KernelTraceRecord* const buf = trace_tu::buffer;
-  if (buf && threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+  const bool lead = buf && threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
+  // The block's record slot, taken before the wait so that the atomic's round trip overlaps it: the first
+  // record's grid_id counts the blocks that arrived, the records follow it.
+  unsigned long long slot = 0;
+  if (lead) slot = atomicAdd(reinterpret_cast<unsigned long long*>(&buf[0].grid_id), 1ull);
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (lead && slot < static_cast<unsigned long long>(kTraceRecords)) {
     const uint64_t t1 = global_ns();
     uint64_t grid;
     unsigned sm;
     asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (block < unsigned(kTraceMaxBlocks)) {
-      KernelTraceRecord& r = buf[(grid % kTraceGrids) * kTraceMaxBlocks + block];
-      r.grid_id = grid;
-      r.start_ns = t0;
-      r.release_ns = t1;
-      r.block = block;
-      r.blocks = gridDim.x * gridDim.y * gridDim.z;
-      r.sm = sm;
-      r.threads = blockDim.x * blockDim.y * blockDim.z;
-    }
+    KernelTraceRecord& r = buf[1 + slot];
+    r.grid_id = grid;
+    r.start_ns = t0;
+    r.release_ns = t1;
+    r.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    r.blocks = gridDim.x * gridDim.y * gridDim.z;
+    r.sm = sm;
+    r.threads = blockDim.x * blockDim.y * blockDim.z;
   }
 }
 #else

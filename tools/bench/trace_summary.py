@@ -17,19 +17,39 @@ import statistics
 from collections import defaultdict
 
 
+def group_launches(records):
+    """The records of each launch, in launch order. By %gridid where it tells launches apart; otherwise (a
+    driver that gives every graph node the same id) by release: a launch is released only once the one
+    before it finished, so in release order each launch's blocks come together, and a new launch starts
+    where a block index repeats or the grid's shape changes."""
+    if len({r["grid_id"] for r in records}) > 1:
+        by_id = defaultdict(list)
+        for r in records:
+            by_id[int(r["grid_id"])].append(r)
+        return [by_id[g] for g in sorted(by_id)]
+    out = []
+    seen = set()
+    for r in sorted(records, key=lambda r: int(r["release_ns"])):
+        shape = (r["blocks"], r["threads"])
+        if not out or r["block"] in seen or shape != (out[-1][0]["blocks"], out[-1][0]["threads"]):
+            out.append([])
+            seen = set()
+        out[-1].append(r)
+        seen.add(r["block"])
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--layers", type=int, default=0, help="layers of the model, to fold the launches per layer")
     ap.add_argument("--head", type=int, default=1, help="launches before the first layer's (default 1)")
     args = ap.parse_args()
-    grids = defaultdict(list)
     with open(args.csv) as f:
-        for row in csv.DictReader(f):
-            grids[int(row["grid_id"])].append(row)
+        records = list(csv.DictReader(f))
+    grids = group_launches(records)
     launches = []
-    for gid in sorted(grids):
-        rows = grids[gid]
+    for gid, rows in enumerate(grids):
         starts = [int(r["start_ns"]) for r in rows]
         rel = [int(r["release_ns"]) for r in rows]
         launches.append({
