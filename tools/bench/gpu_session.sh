@@ -18,7 +18,7 @@
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
 #   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512); SWEEP_SPLIT=1 runs each level
 #   on its own and saves the engine's window metrics after each (metrics_STEP_cN.txt).
-# BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks):
+# TEST_FILTER narrows the test step to the cases a Catch2 filter names. BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks):
 # tools/bench/pack_device.sh packs them (and models/, node, a tokenizer) into .devcarry/ for the call.
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
@@ -46,7 +46,8 @@ for step in $steps; do
       run ldd "$bin/strata" | grep "not found"
       git rev-parse HEAD 2>/dev/null || true ;;
     test)
-      run timeout 180 "$bin/test_cuda" -d yes 2>&1 | tee "$out/test_cuda.log" | grep -E "PASSED|FAILED|passed|failed|error|s: " | tail -60 ;;
+      run timeout 180 "$bin/test_cuda" ${TEST_FILTER:+"$TEST_FILTER"} -d yes 2>&1 | tee -a "$out/test_cuda.log" |
+        grep -E "PASSED|FAILED|passed|failed|error|s: " | tail -60 ;;
     serve)
       make_model 1b /tmp/llama-1b
       LD_LIBRARY_PATH="$libs" "$bin/strata" serve --model /tmp/llama-1b --device cuda --port 18080 --max-slots 8 --ctx-size 4096 >"$out/serve.log" 2>&1 &
