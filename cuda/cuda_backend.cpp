@@ -21,7 +21,6 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/gemm.hpp"
-#include "cuda/kernels/cluster_chain.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/env.hpp"
@@ -124,7 +123,6 @@ struct CudaBackend::Impl {
       upload_rope();
       allocate_workspace();
       allocate_kv();
-      prepare_cluster_chain();
       cuda::configure_attention(cfg.head_dim);
       cuda::configure_flash_attention(cfg.head_dim);
       cuda::configure_gemv();
@@ -136,10 +134,7 @@ struct CudaBackend::Impl {
     }
   }
 
-  ~Impl() {
-    report_cluster_phases();
-    destroy_handles();
-  }
+  ~Impl() { destroy_handles(); }
 
   void destroy_handles() {
     graphs.clear();
@@ -742,7 +737,6 @@ struct CudaBackend::Impl {
     if (w0.rows.size() + size_t(S) * size_t(steps - 1) > size_t(opts.max_window_rows)) return false;
     for (size_t i : picking)
       if (w0.rows[i].pos + steps - 1 >= opts.max_context) return false;
-    if (S == 1 && cluster_chain(w0, steps, out)) return true;
     // Every later step's window and its metadata.
     Window all = w0;
     std::vector<cuda::WindowMeta> metas;
@@ -805,160 +799,6 @@ struct CudaBackend::Impl {
   cuda::PinnedBuffer chain_meta_host, chain_picks_host;
   cuda::DeviceBuffer chain_meta_dev, chain_picks_dev;
   int chains_fed = 0;
-
-  // The cluster chain (CudaBackendOptions::cluster_chain): its parameters but the chain's own, set up once.
-  bool cluster_on = false;
-  cuda::ChainParams cluster_base;
-  cuda::DeviceBuffer cluster_layers, cluster_scratch;
-  cuda::PinnedBuffer cluster_picks_host;
-  int chains_clustered = 0;
-  // STRATA_CLUSTER_CHAIN_STAMPS=1 (measurement): each chain's phase times (ChainParams::stamps), summed here
-  // and written to stderr when the backend closes. [0..5]: a picking row's q/k/v, attention, o, gate/up,
-  // down and LM head + pick; [6]: a catch-up row whole; [7]: between rows.
-  cuda::DeviceBuffer cluster_stamps;
-  cuda::PinnedBuffer cluster_stamps_host;
-  double phase_us[8] = {};
-  long phase_n[8] = {};
-
-  void report_cluster_phases() {
-    if (phase_n[0] == 0 && phase_n[6] == 0) return;
-    const char* names[8] = {"qkv", "attention", "o", "gate/up", "down", "head+pick", "catch-up row", "between rows"};
-    std::fprintf(stderr, "cluster chain phases (mean us over rows):");
-    for (int i = 0; i < 8; ++i)
-      if (phase_n[i] > 0) std::fprintf(stderr, " %s %.2f (%ld)", names[i], phase_us[i] / double(phase_n[i]), phase_n[i]);
-    std::fprintf(stderr, "\n");
-  }
-
-  void add_cluster_phases(int rows, int n_first) {
-    const size_t words = size_t(rows) * cuda::kChainStamps;
-    STRATA_CUDA_CHECK(cudaMemcpy(cluster_stamps_host.get(), cluster_stamps.get(), words * 8, cudaMemcpyDeviceToHost));
-    const auto* t = cluster_stamps_host.get<unsigned long long>();
-    auto at = [&](int r, int i) { return double(t[size_t(r) * cuda::kChainStamps + size_t(i)]); };
-    for (int r = 0; r < rows; ++r) {
-      if (r < n_first - 1) {
-        phase_us[6] += (at(r, 5) - at(r, 0)) / 1e3;
-        ++phase_n[6];
-      } else {
-        for (int i = 0; i < 6; ++i) {
-          phase_us[i] += (at(r, i + 1) - at(r, i)) / 1e3;
-          ++phase_n[i];
-        }
-      }
-      if (r > 0) {
-        phase_us[7] += (at(r, 0) - at(r - 1, r - 1 < n_first - 1 ? 5 : 6)) / 1e3;
-        ++phase_n[7];
-      }
-    }
-  }
-
-  void prepare_cluster_chain() {
-    const bool want = cuda::env_int("STRATA_CLUSTER_CHAIN", 0, 1, opts.cluster_chain ? 1 : 0) != 0;
-    if (!want || weights.type != cuda::WType::BF16 || fwd.kv.type != cuda::KvType::BF16 ||
-        !cuda::cluster_chain_supports(cfg.hidden_size, q_dim(), cfg.intermediate_size, cfg.num_heads,
-                                      cfg.num_kv_heads, cfg.head_dim) ||
-        cuda::cluster_chain_blocks() == 0)
-      return;
-    std::vector<cuda::ChainLayer> layers;
-    for (const cuda::DeviceLayer& L : weights.layers) {
-      if (L.wqkv.type != cuda::WType::BF16 || L.wo.type != cuda::WType::BF16 || L.wgu.type != cuda::WType::BF16 ||
-          L.wdown.type != cuda::WType::BF16)
-        return;
-      cuda::ChainLayer c;
-      c.wqkv = L.wqkv.ptr;
-      c.wo = L.wo.ptr;
-      c.wgu = L.wgu.ptr;
-      c.wdown = L.wdown.ptr;
-      c.attn_norm = L.attn_norm;
-      c.mlp_norm = L.mlp_norm;
-      c.bqkv = L.bqkv;
-      c.q_norm = L.q_norm;
-      c.k_norm = L.k_norm;
-      c.bo = L.bo;
-      layers.push_back(c);
-    }
-    if (weights.embed.type != cuda::WType::BF16 || weights.output.type != cuda::WType::BF16) return;
-    cluster_layers = cuda::DeviceBuffer(layers.size() * sizeof(cuda::ChainLayer), "cluster chain layers");
-    STRATA_CUDA_CHECK(cudaMemcpy(cluster_layers.get(), layers.data(), layers.size() * sizeof(cuda::ChainLayer),
-                                 cudaMemcpyHostToDevice));
-    // Each block's best logit and the chain's picks.
-    cluster_scratch = cuda::DeviceBuffer(size_t(2 * cuda::kChainMaxBlocks + cuda::kChainMaxSteps) * 4,
-                                         "cluster chain scratch");
-    cluster_picks_host = cuda::PinnedBuffer(size_t(cuda::kChainMaxSteps) * 4, "cluster chain picks");
-    cuda::ChainParams& p = cluster_base;
-    p.layers = static_cast<const cuda::ChainLayer*>(cluster_layers.get());
-    p.n_layers = int(layers.size());
-    p.embed = weights.embed.ptr;
-    p.output = weights.output.ptr;
-    p.final_norm = weights.final_norm;
-    p.hidden = cfg.hidden_size;
-    p.ff = cfg.intermediate_size;
-    p.vocab = cfg.vocab_size;
-    p.n_heads = cfg.num_heads;
-    p.n_kv_heads = cfg.num_kv_heads;
-    p.head_dim = cfg.head_dim;
-    p.eps = float(cfg.rms_norm_eps);
-    p.cos = fwd.rope_cos;
-    p.sin = fwd.rope_sin;
-    p.kv = fwd.kv;
-    p.kv_layer_stride = fwd.kv_layer_stride;
-    p.x = fwd.ws.x;
-    p.qkv = fwd.ws.qkv;
-    p.att = fwd.ws.att;
-    p.act = fwd.ws.act;
-    p.part_acc = fwd.ws.part_acc;
-    p.part_ml = fwd.ws.part_ml;
-    p.max_splits = fwd.ws.max_splits;
-    p.counters = fwd.ws.attn_counters;
-    p.best_val = cluster_scratch.get<float>();
-    p.best_idx = cluster_scratch.get<int>() + cuda::kChainMaxBlocks;
-    p.picks = cluster_scratch.get<int>() + 2 * cuda::kChainMaxBlocks;
-    p.prefetch = cuda::env_int("STRATA_CLUSTER_CHAIN_PREFETCH", 0, 1, 0) != 0;
-    if (cuda::env_int("STRATA_CLUSTER_CHAIN_STAMPS", 0, 1, 0) != 0) {
-      const size_t words = size_t(cuda::kChainMaxFirst + cuda::kChainMaxSteps) * cuda::kChainStamps;
-      cluster_stamps = cuda::DeviceBuffer(words * 8, "cluster chain stamps");
-      cluster_stamps_host = cuda::PinnedBuffer(words * 8, "cluster chain stamps");
-      p.stamps = static_cast<unsigned long long*>(cluster_stamps.get());
-    }
-    cluster_on = true;
-    spdlog::info("cuda: greedy chains of one slot run as a cluster of {} blocks", cuda::cluster_chain_blocks());
-  }
-
-  // chain() for one slot's rows on the cluster kernel: w0's rows (one slot, consecutive positions, the last
-  // picking) then steps - 1 fed rows, one launch and one synchronize. false (nothing changed) for a chain it
-  // does not take.
-  bool cluster_chain(const Window& w0, int steps, std::vector<std::vector<TokenId>>* out) {
-    if (!cluster_on || w0.rows.size() > size_t(cuda::kChainMaxFirst) || steps > cuda::kChainMaxSteps) return false;
-    const Row& first = w0.rows.front();
-    for (size_t i = 0; i < w0.rows.size(); ++i) {
-      const Row& r = w0.rows[i];
-      if (r.slot != first.slot || r.pos != first.pos + int(i) || r.token < 0 || r.token >= cfg.vocab_size) return false;
-    }
-    Window all = w0;
-    for (int j = 1; j < steps; ++j) all.rows.push_back(Row{first.slot, 0, w0.rows.back().pos + j, true});
-    book.accept(all);  // throws with nothing changed, as run() would
-    upload_tables(all);
-    cuda::ChainParams p = cluster_base;
-    p.slot = first.slot;
-    p.pos0 = first.pos;
-    p.n_first = int(w0.rows.size());
-    p.steps = steps;
-    for (size_t i = 0; i < w0.rows.size(); ++i) p.first_tokens[i] = w0.rows[i].token;
-    cuda::launch_cluster_chain(p, stream);
-    int32_t* host = cluster_picks_host.get<int32_t>();
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(host, p.picks, size_t(steps) * 4, cudaMemcpyDeviceToHost, stream));
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
-    out->assign(size_t(steps), std::vector<TokenId>(1));
-    for (int j = 0; j < steps; ++j) {
-      if (host[j] < 0 || host[j] >= cfg.vocab_size)
-        throw Error("cuda backend: cluster chain step " + std::to_string(j) + " picked token " + std::to_string(host[j]));
-      (*out)[size_t(j)][0] = host[j];
-    }
-    for (int j = 1; j < steps; ++j) book.set_token(first.slot, w0.rows.back().pos + j, (*out)[size_t(j - 1)][0]);
-    if (p.stamps) add_cluster_phases(p.n_first + steps - 1, p.n_first);
-    ++chains_fed;
-    ++chains_clustered;
-    return true;
-  }
 };
 
 CudaBackend::CudaBackend(const Model& model, CudaBackendOptions o) {
@@ -1023,7 +863,6 @@ void CudaBackend::release() {
 CudaMemoryReport CudaBackend::memory() const { return impl_->mem; }
 int CudaBackend::graphs_captured() const { return int(impl_->graphs.size()); }
 int CudaBackend::chains_on_device() const { return impl_->chains_fed; }
-int CudaBackend::chains_on_cluster() const { return impl_->chains_clustered; }
 std::vector<int32_t> CudaBackend::block_table(SlotId s) const {
   if (!impl_->book.is_open(s)) throw Error("block_table: slot " + std::to_string(s) + " is not open");
   return impl_->book.block_table(s);

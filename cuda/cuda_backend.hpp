@@ -99,11 +99,6 @@ struct CudaBackendOptions {
   // (kernels/attention_row.cu) instead of three. Off: on the H200 it is slower than the three (docs/PERFORMANCE.md).
   // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it.
   bool fused_row_attention = false;
-  // One slot's greedy chains (run_chain: a draft model's proposals) as one kernel on a cluster of blocks
-  // (kernels/cluster_chain.hpp) where the model's shape, bf16 weights and a bf16 KV arena allow, instead of a
-  // graph replay a step: no kernel boundaries inside a step. Its sums run in another order, so its picks are
-  // not the windows' bit for bit: for a draft model only. STRATA_CLUSTER_CHAIN=0|1 overrides it.
-  bool cluster_chain = false;
   // Seeded draws without a top_k (or one that keeps the whole vocabulary) on the device (sample.cu mode 2),
   // the host drawing only those whose walk goes past the 1024 best candidates; false: the host draws them all.
   bool device_vocab_sampling = true;
@@ -157,7 +152,6 @@ class CudaBackend : public Backend {
   CudaMemoryReport memory() const;
   int graphs_captured() const;    // window shapes captured so far (tests, metrics)
   int chains_on_device() const;   // run_chain calls whose picks were fed on the device (tests)
-  int chains_on_cluster() const;  // of those, the ones that ran as a cluster chain (tests)
   // The slot's physical KV blocks in position order (SlotBook::block_table), what its device table row holds
   // after its next window's upload (tests).
   std::vector<int32_t> block_table(SlotId slot) const;

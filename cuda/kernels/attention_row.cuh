@@ -19,14 +19,13 @@ constexpr int kScoreLoads = 8;  // 16-byte K pieces a thread has in flight
 constexpr int kValueRows = 4;   // V rows a P.V thread has in flight
 
 // Eight consecutive values of an arena row (16-byte aligned when head_dim is a multiple of 8), loaded as is
-// and widened exactly when used. Through the L2 (ld.global.cg): in a cluster chain (cluster_chain.cu) another
-// block of the same kernel may have written the row, and the L1 is not coherent between blocks.
+// and widened exactly when used.
 template <class T>
 struct Pack8;
 template <>
 struct Pack8<__nv_bfloat16> {
   uint4 v;
-  __device__ __forceinline__ void load(const __nv_bfloat16* r) { v = __ldcg(reinterpret_cast<const uint4*>(r)); }
+  __device__ __forceinline__ void load(const __nv_bfloat16* r) { v = *reinterpret_cast<const uint4*>(r); }
   __device__ __forceinline__ void widen(float* o) const {
     float4 w[2];
     widen_bf16x8(v, w);
@@ -38,8 +37,8 @@ template <>
 struct Pack8<float> {
   float4 a, b;
   __device__ __forceinline__ void load(const float* r) {
-    a = __ldcg(reinterpret_cast<const float4*>(r));
-    b = __ldcg(reinterpret_cast<const float4*>(r + 4));
+    a = *reinterpret_cast<const float4*>(r);
+    b = *reinterpret_cast<const float4*>(r + 4);
   }
   __device__ __forceinline__ void widen(float* o) const {
     o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w, o[4] = b.x, o[5] = b.y, o[6] = b.z, o[7] = b.w;

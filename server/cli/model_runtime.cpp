@@ -89,8 +89,6 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
                          : shape.exact_verify  ? kServerGemmMinRows
                                                : 1;
     opts.fused_gemv_rows = shape.draft && !shape.batch_invariant ? kDraftFusedGemvRows : 0;
-    // A draft model's single-slot proposals as one kernel a chain (kernels/cluster_chain.hpp) where it fits.
-    opts.cluster_chain = shape.draft && !shape.batch_invariant;
     // STRATA_TARGET_FUSED_GEMV_ROWS (0-16) sets the target's, for benchmarks that compare the two.
     if (const char* e = std::getenv("STRATA_TARGET_FUSED_GEMV_ROWS"); e && *e && !shape.draft && !shape.batch_invariant)
       opts.fused_gemv_rows = std::clamp(std::atoi(e), 0, kServerGemmMinRows - 1);

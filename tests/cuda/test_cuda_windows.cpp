@@ -4,8 +4,6 @@
 // than one replay holds) gives the bits of the whole.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-
 #include "cuda/cuda_backend.hpp"
 #include "engine/sampling/logprobs.hpp"
 #include "engine/sampling/sampler.hpp"
@@ -145,78 +143,6 @@ TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and histor
       const auto fed = be.run_chain(Window{{row(a, pa[6], 6, false, true)}}, 4);
       CHECK(be.chains_on_device() == 2);
       CHECK(fed == be.Backend::run_chain(Window{{row(ra, pa[6], 6, false, true)}}, 4));
-    }
-  }
-}
-
-TEST_CASE("a cluster chain picks each step's best logit within rounding and leaves KV cells later windows read") {
-  REQUIRE(CudaBackend::device_count() > 0);
-  for (const char* name : {"llama", "qwen3"}) {
-    DYNAMIC_SECTION(name) {
-      auto model = load_model(models_dir() + "/" + name);
-      const int V = model->config.vocab_size;
-      // A draft model's backend in the server, with the cluster chain on (a bf16 arena, as the server's).
-      CudaBackendOptions o = small_options(2, 400, DType::BF16);
-      o.gemm_min_rows = 1;
-      o.fused_gemv_rows = kDraftFusedGemvRows;
-      o.cluster_chain = true;
-      CudaBackend be(*model, o);
-      const SlotId a = be.open_slot(), ref = be.open_slot();
-      be.set_sampling(a, SamplingParams{0.0f});
-      be.set_sampling(ref, SamplingParams{0.0f});
-      const auto prompt = prompt_tokens(140, V, 9);
-      const int steps = 6;
-      int clustered = 0;
-      // One to three catch-up rows, the chain crossing an attention split boundary (kAttnSplit 128) or not.
-      for (const int pre : {20, 124}) {
-        for (const int n_first : {1, 3}) {
-          INFO("prefix " << pre << ", first rows " << n_first);
-          for (SlotId s : {a, ref}) {
-            be.reset_slot(s);
-            be.run_window(chunk(s, prompt, 0, pre));
-          }
-          Window w0 = chunk(a, prompt, pre, n_first);
-          for (Row& r : w0.rows) r.want_logits = false;
-          w0.rows.back().want_pick = true;
-          const auto got = be.run_chain(w0, steps);
-          REQUIRE(be.chains_on_cluster() == ++clustered);
-          REQUIRE(got.size() == size_t(steps));
-          // The reference: the same rows one window each on the other slot, each step's logits back. A pick
-          // must be the best logit there up to rounding (the sums run in another order).
-          if (n_first > 1) be.run_window(chunk(ref, prompt, pre, n_first - 1));
-          int exact = 0;
-          for (int j = 0; j < steps; ++j) {
-            INFO("step " << j);
-            REQUIRE(got[size_t(j)].size() == 1);
-            const int pos = pre + n_first - 1 + j;
-            const TokenId t = j == 0 ? prompt[size_t(pos)] : got[size_t(j - 1)][0];
-            const auto res = be.run_window(Window{{row(ref, t, pos, true, true)}});
-            const std::vector<float>& L = res[0].logits;
-            const TokenId p = got[size_t(j)][0];
-            REQUIRE(p >= 0);
-            REQUIRE(p < V);
-            const float best = *std::max_element(L.begin(), L.end());
-            CHECK(L[size_t(p)] >= best - 2e-3f * std::max(1.0f, max_abs(L)));
-            exact += p == res[0].pick ? 1 : 0;
-          }
-          CHECK(exact >= steps - 1);
-          // The KV cells the chain wrote: the next row on each slot gives the same logits up to rounding.
-          const int next = pre + n_first + steps - 1;
-          const TokenId t = got.back()[0];
-          const auto na = be.run_window(Window{{row(a, t, next)}});
-          const auto nr = be.run_window(Window{{row(ref, t, next)}});
-          CHECK(max_rel_diff(na[0].logits, nr[0].logits) < 2e-3f);
-        }
-      }
-      // Rows a cluster chain does not take (two slots' rows) run as before.
-      be.reset_slot(a);
-      be.reset_slot(ref);
-      Window two;
-      two.rows.push_back(row(a, prompt[0], 0, false, true));
-      two.rows.push_back(row(ref, prompt[1], 0, false, true));
-      const auto both = be.run_chain(two, 3);
-      CHECK(both.size() == 3);
-      CHECK(be.chains_on_cluster() == clustered);
     }
   }
 }
