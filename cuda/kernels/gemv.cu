@@ -68,11 +68,10 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 // of the window, p.rows_per_block of them from row blockIdx.y * p.rows_per_block on. Activations and the
 // residual row are read through the L2 (ld.global.cg): a block reads each value once, so the L1 has nothing
 // to keep (the kernel was tested and timed so, docs/PERFORMANCE.md runs 65-66).
-// kLate (with NORM; STRATA_GEMV_LATE_NORM, a measurement): the rows are staged as norm * x and each sum is
-// scaled by 1 / rms at the end, other bits than the default's.
-template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT, bool kLate = false>
+// With NORM the rows are staged as norm * x and each sum is scaled by its row's 1 / rms at the end, so one
+// block barrier (the staging's) stands between the activations' arrival and the first FMA.
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
-  static_assert(NORM || !kLate, "a late norm needs the norm");
   extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
   __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
   const int bx = blockIdx.x, by = blockIdx.y;
@@ -106,9 +105,9 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   pdl_launch_dependents();
   if (bx * kWarps * tasks_per_warp >= p.n) return;  // no task in this block (the same for all its threads)
 
-  // Stage the rows (zeros past k up to the last chunk), each normed in place when asked. The rows' loads, sums
-  // and reductions run side by side; each row's arithmetic is the one-row kernel's (block_sum's tree, row by
-  // row).
+  // Stage the rows (zeros past k up to the last chunk), times the norm weights when asked, with each row's sum
+  // of squares. The rows' loads, sums and reductions run side by side; each row's arithmetic is the one-row
+  // kernel's (block_sum's tree, row by row).
   const int groups = chunks * (kChunk / 4), real = k / 4;
   const int r0 = by * p.rows_per_block;
   const int nr = min(p.rows_per_block, p.rows - r0);
@@ -127,7 +126,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 #pragma unroll
     for (int r = 0; r < RT; ++r)
       v[r] = r < nr && g < real ? __ldcg(x4[r] + g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float4 nw = kLate && g < real ? n4[g] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    const float4 nw = NORM && g < real ? n4[g] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       if (r < nr) {
@@ -138,58 +137,27 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
           ss[r] = fmaf(v[r].w, v[r].w, ss[r]);
         }
         xs[size_t(r) * groups + permuted(g)] =
-            kLate ? make_float4(__fmul_rn(nw.x, v[r].x), __fmul_rn(nw.y, v[r].y),
-                                            __fmul_rn(nw.z, v[r].z), __fmul_rn(nw.w, v[r].w))
-                              : v[r];
+            NORM ? make_float4(__fmul_rn(nw.x, v[r].x), __fmul_rn(nw.y, v[r].y), __fmul_rn(nw.z, v[r].z),
+                               __fmul_rn(nw.w, v[r].w))
+                 : v[r];
       }
     }
   }
-  float late_inv[RT];  // kLate: each row's 1 / rms, every warp (lane r uses row r's)
-  if (kLate) {
+  float inv_rms[RT];  // NORM: each row's 1 / rms, every warp (lane r uses row r's)
+  if (NORM) {
 #pragma unroll
     for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
     if (lane == 0)
 #pragma unroll
       for (int r = 0; r < RT; ++r) row_sums[r][warp] = ss[r];  // read after the staging barrier below
-  } else if (NORM) {
-    // block_sum for every row at once: warp butterflies, then the warp sums in warp order.
-#pragma unroll
-    for (int r = 0; r < RT; ++r) ss[r] = warp_sum(ss[r]);
-    if (lane == 0)
-#pragma unroll
-      for (int r = 0; r < RT; ++r) row_sums[r][warp] = ss[r];
-    __syncthreads();
-    if (warp == 0) {
-#pragma unroll
-      for (int r = 0; r < RT; ++r) {
-        float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
-        t = warp_sum(t);
-        if (lane == 0) row_sums[r][0] = t;
-      }
-    }
-    __syncthreads();
-    float inv[RT];
-#pragma unroll
-    for (int r = 0; r < RT; ++r) inv[r] = rms_inv(row_sums[r][0], k, p.eps);
-    for (int g = threadIdx.x; g < real; g += blockDim.x) {  // each thread rescales the groups it wrote
-      const float4 nw = n4[g];
-#pragma unroll
-      for (int r = 0; r < RT; ++r) {
-        if (r < nr) {
-          float4& v = xs[size_t(r) * groups + permuted(g)];
-          v = make_float4(__fmul_rn(nw.x, __fmul_rn(v.x, inv[r])), __fmul_rn(nw.y, __fmul_rn(v.y, inv[r])),
-                          __fmul_rn(nw.z, __fmul_rn(v.z, inv[r])), __fmul_rn(nw.w, __fmul_rn(v.w, inv[r])));
-        }
-      }
-    }
   }
   __syncthreads();
-  if (kLate) {
+  if (NORM) {
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       float t = lane < kWarps ? row_sums[r][lane] : 0.0f;
       t = warp_sum(t);
-      late_inv[r] = rms_inv(t, k, p.eps);
+      inv_rms[r] = rms_inv(t, k, p.eps);
     }
   }
 
@@ -210,7 +178,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
 #pragma unroll
         for (int i = 0; i < NR; ++i) {
           const float t = warp_sum(acc[i][r]);
-          if (lane == r) mine[i] = kLate ? __fmul_rn(t, late_inv[r]) : t;
+          if (lane == r) mine[i] = NORM ? __fmul_rn(t, inv_rms[r]) : t;
         }
       }
 #pragma unroll
@@ -289,13 +257,6 @@ int block_rows(int n, int k, int rows) {
   return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
 }
 
-// STRATA_GEMV_LATE_NORM=1, read once: launches with the input norm take kLate, so one block barrier and no
-// rescaling pass sit between staging and the first FMA (a measurement: other bits than the default).
-bool gemv_late_norm() {
-  static const bool v = env_int("STRATA_GEMV_LATE_NORM", 0, 1, 0) != 0;
-  return v;
-}
-
 template <int NR, GemvEpilogue EP, bool NORM, int RT>
 void launch_rt(GemvParams p, cudaStream_t stream) {
   const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
@@ -307,14 +268,6 @@ void launch_rt(GemvParams p, cudaStream_t stream) {
     if (wide >= narrow) {
       launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(wide, row_groups), dim3(32 * 32), smem, stream, p,
                     tpw_wide);
-      STRATA_CUDA_CHECK_LAUNCH();
-      return;
-    }
-  }
-  if constexpr (NORM) {
-    if (gemv_late_norm()) {
-      launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT, true>, dim3(narrow, row_groups), dim3(16 * 32), smem,
-                    stream, p, tpw_narrow);
       STRATA_CUDA_CHECK_LAUNCH();
       return;
     }
@@ -341,13 +294,6 @@ void configure_one() {
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 2>, attr, int(kSmemMax)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 4>, attr, int(kSmemMax)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock>, attr, int(kSmemMax)));
-  if constexpr (NORM) {  // the late-norm measurement's kernels
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 1, true>, attr, int(kSmemMax)));
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 2, true>, attr, int(kSmemMax)));
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 4, true>, attr, int(kSmemMax)));
-    STRATA_CUDA_CHECK(
-        cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock, true>, attr, int(kSmemMax)));
-  }
 }
 
 }  // namespace
