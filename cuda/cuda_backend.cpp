@@ -241,7 +241,6 @@ struct CudaBackend::Impl {
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
-        {T * size_t(cfg.num_kv_heads) * 4, reinterpret_cast<void**>(&ws.split_counters)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
     size_t total = 0;
@@ -255,7 +254,6 @@ struct CudaBackend::Impl {
     ws.in16 = in16;
     ws.max_splits = max_splits;
     STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
-    STRATA_CUDA_CHECK(cudaMemset(ws.split_counters, 0, T * size_t(cfg.num_kv_heads) * 4));  // launch_attention_tc
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     gemm = std::make_unique<cuda::Gemm>(cublas, stream, cublas_ws.get(), cublas_ws.bytes(), opts.gemm_autotune);
@@ -357,9 +355,6 @@ struct CudaBackend::Impl {
     // (docs/PERFORMANCE.md, run 61). STRATA_SKINNY_FOLD=0|1 overrides that for the benchmarks' comparisons.
     const int widest = std::max({q_dim() + 2 * kv_dim(), cfg.hidden_size, cfg.intermediate_size});
     fwd.skinny_fold = cuda::env_int("STRATA_SKINNY_FOLD", 0, 1, (widest + 15) / 16 <= sm_count ? 1 : 0) != 0;
-    // The tensor-core attention's last split block of a tile merges the splits instead of a combine launch
-    // (AttentionParams::split_counters). STRATA_ATTN_MERGE_FOLD=0 keeps the combine kernel, for comparisons.
-    fwd.merge_folded = cuda::env_int("STRATA_ATTN_MERGE_FOLD", 0, 1, 1) != 0;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the

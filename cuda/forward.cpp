@@ -172,9 +172,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {
-        AttentionParams tap = ap;
-        if (ctx.merge_folded) tap.split_counters = ws.split_counters;
-        launch_attention_tc(tap, stream);
+        launch_attention_tc(ap, stream);
         if (flash_long) {
           flash_ap.kv = kv;
           launch_flash_attention(flash_ap, stream);

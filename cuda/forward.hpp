@@ -33,7 +33,6 @@ struct Workspace {
   float* ss = nullptr;       // [T][ceil(hidden / 16)]: partial sums of squares of x (MatvecFold)
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
   int* attn_counters = nullptr;  // [n_heads]: launch_attention_row's split counters
-  int* split_counters = nullptr; // [rows][n_kv_heads]: launch_attention_tc's (AttentionParams::split_counters)
   int max_splits = 0;
 };
 
@@ -55,7 +54,6 @@ struct ForwardContext {
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
-  bool merge_folded = true;          // the tensor-core attention merges its own splits (split_counters)
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

@@ -2,8 +2,7 @@
 // batches, with the single rows and short tiles that share their windows (launch_attention_tc in
 // kernels.hpp), from a bf16 KV arena. Same inputs and outputs as launch_attention: a block per (query tile,
 // kv head, split of kAttnSplit positions) writes the split's (max, sum) and unnormalized P.V of every query
-// vector it serves to part_ml / part_acc, and attention.cu's combine kernel merges the splits (or, with
-// a.split_counters, the last split block of each tile to finish: merge_folded, one launch fewer a layer).
+// vector it serves to part_ml / part_acc, and attention.cu's combine kernel merges the splits.
 //
 // Why a new kernel: the fp32 kernels spend their time on shared-memory traffic and arithmetic, not on the
 // K/V bytes (128 decode rows of the 8B shape: 154 us per layer from fp32, 174 from bf16, where the bytes
@@ -298,22 +297,6 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
       }
     }
     __syncthreads();  // the next chunk rewrites sML and the merge buffer
-  }
-  // merge_folded: the last of the tile's split blocks to finish merges the splits of its query vectors, in
-  // split order as the combine kernel does (combine_splits), so that kernel does not run.
-  if (a.split_counters) {
-    __shared__ int last;
-    __threadfence();  // this block's partials before its count
-    __syncthreads();
-    if (tid == 0) {
-      int* count = a.split_counters + size_t(tile) * a.n_kv_heads + g;
-      last = atomicAdd(count, 1) == (p0 + nq - 1) / kS;  // splits 0 .. (p0 + nq - 1) / kS count once each
-      if (last) *count = 0;                               // ready for the next layer
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (int qi = warp; qi < Q; qi += kWarps) combine_splits<HD / 32>(a, row0 + qi / G, g * G + qi % G, lane);
   }
 }
 

@@ -111,9 +111,6 @@ struct AttentionParams {
   float* part_ml = nullptr;         // [rows][n_heads][max_splits][2]
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
-  // launch_attention_tc only: [max_tiles][n_kv_heads] zeros; when set, the last split block of each (tile, kv
-  // head) to finish merges the tile's splits (merge_folded) and no combine kernel runs.
-  int* split_counters = nullptr;
   bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
 };
 
