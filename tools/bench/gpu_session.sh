@@ -18,8 +18,9 @@
 #   flags to bench1b/bench8b/ncubatch*, SWEEP_EXTRA to the sweeps' bench_serve.mjs (e.g. --temperature 1 --seed 1),
 #   SERVE_EXTRA to the sweeps' strata serve (e.g. --prefill-chunk 512); SWEEP_SPLIT=1 runs each level
 #   on its own and saves the engine's window metrics after each (metrics_STEP_cN.txt).
-# TEST_FILTER narrows the test step to the cases a Catch2 filter names. BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image lacks):
-# tools/bench/pack_device.sh packs them (and models/, node, a tokenizer) into .devcarry/ for the call.
+# TEST_FILTER narrows the test step to the cases a Catch2 filter names.
+# BINDIR holds strata, test_cuda, strata_bench_cuda and lib/ (the .so files ldd names that the GPU image
+# lacks): tools/bench/pack_device.sh packs them (and models/, node, a tokenizer) into .devcarry/ for the call.
 # The tests find their fixtures through the source path compiled into them, so that path is linked to here.
 set -uo pipefail
 bin=$(readlink -f "$1"); shift
