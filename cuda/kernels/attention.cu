@@ -99,17 +99,24 @@ bool alias_kv(int hd) {
 }
 
 
+// Element offset from the arena's base (kv.k or kv.v alike) of the head row of position s_begin + j0 + lane,
+// for the lanes below the warp's row count (others 0): the window's metadata and block tables only, which the
+// host wrote before the graph ran, so a block looks its rows up before pdl_wait(), while the previous kernel
+// finishes.
+__device__ __forceinline__ long long row_offset(const AttentionParams& a, int slot, int s_begin, int j0, int nsp,
+                                                size_t head_off, int lane) {
+  return lane < min(32, nsp - j0) ? static_cast<long long>(kv_offset(a.kv, slot, s_begin + j0 + lane) + head_off) : 0;
+}
+
 // One warp copies the head rows of positions s_begin + j0 .. + 31 (those below s_begin + nsp) of K or V into
-// rows j0 .. of dst. Each lane looks up its own position's cell (kv_row), the warp then copies whole rows with
-// consecutive lanes on consecutive 16-byte pieces. Scalar path (kVec false): 4-byte copies, zero padding.
+// rows j0 .. of dst. Each lane holds its own position's row offset (row_offset), the warp copies whole rows
+// with consecutive lanes on consecutive 16-byte pieces. Scalar path (kVec false): 4-byte copies, zero padding.
 template <bool kVec>
 __device__ __forceinline__ void copy_rows(float4* dst, int stride4, const void* base, const AttentionParams& a,
-                                          int slot, int s_begin, int j0, int nsp, size_t head_off, int hd4,
-                                          int lane) {
+                                          long long off, int j0, int nsp, int hd4, int lane) {
   const int nrows = min(32, nsp - j0);
   if (nrows <= 0) return;  // warp-uniform
-  const float* f0 = static_cast<const float*>(base);
-  const float* mine = lane < nrows ? kv_row<float>(base, a.kv, slot, s_begin + j0 + lane) + head_off : f0;
+  const float* mine = static_cast<const float*>(base) + off;
   const unsigned long long mine_u = reinterpret_cast<unsigned long long>(mine);
   if (kVec) {
     for (int i = 0; i < hd4; ++i) {  // 32 * hd4 pieces: the same trip count on every lane (warp-wide shuffle)
@@ -134,14 +141,11 @@ __device__ __forceinline__ void copy_rows(float4* dst, int stride4, const void* 
 // The same rows from a bf16 arena (head_dim a multiple of 8): 16-byte loads of 8 values through registers,
 // widened (exactly) into the fp32 rows the phases below read. Synchronous: the rows are in shared memory when
 // it returns, so the cp.async waits that follow have nothing of it to wait for.
-__device__ __forceinline__ void copy_rows_bf16(float4* dst, int stride4, const void* base, const AttentionParams& a,
-                                               int slot, int s_begin, int j0, int nsp, size_t head_off, int hd,
-                                               int lane) {
+__device__ __forceinline__ void copy_rows_bf16(float4* dst, int stride4, const void* base, long long off, int j0,
+                                               int nsp, int hd, int lane) {
   const int nrows = min(32, nsp - j0);
   if (nrows <= 0) return;  // warp-uniform
-  const __nv_bfloat16* b0 = static_cast<const __nv_bfloat16*>(base);
-  const __nv_bfloat16* mine =
-      lane < nrows ? kv_row<__nv_bfloat16>(base, a.kv, slot, s_begin + j0 + lane) + head_off : b0;
+  const __nv_bfloat16* mine = static_cast<const __nv_bfloat16*>(base) + off;
   const unsigned long long mine_u = reinterpret_cast<unsigned long long>(mine);
   const int hd8 = hd / 8;
   constexpr int kBatch = 8;  // loads in flight per lane before the first store
@@ -204,10 +208,12 @@ __device__ __forceinline__ void scores(const float4* sQ, const float4* sK, float
 template <bool kVec, bool kBf16>
 __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams a, int alias) {
   static_assert(kVec || !kBf16, "a bf16 arena is read with 16-byte loads");
-  pdl_wait();
   pdl_launch_dependents();
   extern __shared__ float4 smem4[];
   const int tile = blockIdx.z;
+  // The window's metadata and block tables come from the host before the graph runs, so everything up to
+  // the K/V rows' offsets is looked up before pdl_wait(), while the previous kernel finishes; q and the K/V
+  // rows themselves (this window's are the previous kernel's output) are read after it.
   // Tile 0 and row 0 exist in every window: their metadata is read together with the tile count, so a
   // one-tile window (decode) waits for one round trip here instead of three dependent ones.
   // (Volatile loads: the compiler would otherwise move the four row-0 loads behind the exit test.)
@@ -230,7 +236,17 @@ __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams
   float* sP = reinterpret_cast<float*>(smem4 + L.p_off);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-  // q first: it needs only the tile, not the positions.
+  const int p0 = row0 == 0 ? pos0 : a.pos[row0];
+  const int slot = row0 == 0 ? slot0 : a.slot[row0];
+  const int plast = p0 + nq - 1;
+  if (s_begin > plast) return;
+  const int nsp = min(kS, plast + 1 - s_begin);  // positions of the split any row of the tile reads
+  const int lim = p0 + 1 - s_begin;               // row r reads positions j < lim + r of the split (capped at kS)
+  const size_t head_off = size_t(g) * hd;
+  // Warps w and w + 4 copy the same 32 positions (K and V rows; with alias, warp w both).
+  const long long off = row_offset(a, slot, s_begin, 32 * (warp & 3), nsp, head_off, lane);
+  pdl_wait();  // q and this window's K/V rows are the previous kernel's output
+
   if (kVec) {
     for (int i = tid; i < Q * L.hd4; i += kThreads) {
       const int qi = i / L.hd4, d4 = i - qi * L.hd4, r = qi / nh, hh = qi - r * nh;
@@ -246,20 +262,9 @@ __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams
     }
   }
   cp_async_commit();
-
-  const int p0 = row0 == 0 ? pos0 : a.pos[row0];
-  const int slot = row0 == 0 ? slot0 : a.slot[row0];
-  const int plast = p0 + nq - 1;
-  if (s_begin > plast) {
-    cp_async_wait<0>();  // no copy may be left in flight into a block that exits
-    return;
-  }
-  const int nsp = min(kS, plast + 1 - s_begin);  // positions of the split any row of the tile reads
-  const int lim = p0 + 1 - s_begin;               // row r reads positions j < lim + r of the split (capped at kS)
-  const size_t head_off = size_t(g) * hd;
   auto rows = [&](float4* dst, int stride4, const void* base, int j0) {
-    if (kBf16) copy_rows_bf16(dst, stride4, base, a, slot, s_begin, j0, nsp, head_off, hd, lane);
-    else copy_rows<kVec>(dst, stride4, base, a, slot, s_begin, j0, nsp, head_off, L.hd4, lane);
+    if (kBf16) copy_rows_bf16(dst, stride4, base, off, j0, nsp, hd, lane);
+    else copy_rows<kVec>(dst, stride4, base, a, off, j0, nsp, L.hd4, lane);
   };
   if (warp < 4) rows(sK, L.ks4, a.kv.k, 32 * warp);
   else if (!alias) rows(sV, L.vs4, a.kv.v, 32 * (warp - 4));
