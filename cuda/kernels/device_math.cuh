@@ -18,13 +18,13 @@ __device__ __forceinline__ void widen_bf16x8(const uint4& w, float4* d) {
   d[1] = make_float4(bf16_lo(w.z), bf16_hi(w.z), bf16_lo(w.w), bf16_hi(w.w));
 }
 
-// 16 bytes of weights that are read once per kernel: through the read-only path, not kept in L1.
 // The RMSNorm scale of a row of n values whose squares sum to sum_sq: 1 / sqrt(mean + eps), rounded as the
 // CPU backend rounds it (every kernel that norms a row computes it here).
 __device__ __forceinline__ float rms_inv(float sum_sq, int n, float eps) {
   return 1.0f / sqrtf(__fadd_rn(__fdiv_rn(sum_sq, float(n)), eps));
 }
 
+// 16 bytes of weights that are read once per kernel: through the read-only path, not kept in L1.
 __device__ __forceinline__ uint4 load_stream(const void* p) {
   uint4 r;
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
