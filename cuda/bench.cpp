@@ -185,7 +185,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile] [--trace FILE]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile] [--trace FILE]\n",
                name);
   return 2;
 }
@@ -199,6 +199,7 @@ int run_bench_command(int argc, char** argv) {
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
   int attention_tc_lean = CudaBackendOptions{}.attention_tc_lean;
+  bool attention_tc = CudaBackendOptions{}.attention_tc;
   bool attention_short_tiles = CudaBackendOptions{}.attention_short_tiles;
   bool attention_prompt_flash = CudaBackendOptions{}.attention_prompt_flash;
   bool gemm_autotune = CudaBackendOptions{}.gemm_autotune;
@@ -243,6 +244,8 @@ int run_bench_command(int argc, char** argv) {
       if (v == "auto") attention_tc_lean = -1;
       else if (bool on; parse_on_off(v.c_str(), &on)) attention_tc_lean = on ? 1 : 0;
       else return usage(name);
+    } else if (!std::strcmp(argv[i], "--attention-tc") && has_value) {
+      if (!parse_on_off(argv[++i], &attention_tc)) return usage(name);  // off: the fixed-order kernel everywhere
     } else if (!std::strcmp(argv[i], "--attention-short-tiles") && has_value) {
       if (!parse_on_off(argv[++i], &attention_short_tiles)) return usage(name);  // tensor-core attention tiles
     } else if (!std::strcmp(argv[i], "--attention-prompt-flash") && has_value) {
@@ -324,6 +327,7 @@ int run_bench_command(int argc, char** argv) {
     o.fused_gemv = fused_gemv;
     o.fused_gemv_rows = fused_gemv_rows;
     o.fused_row_attention = fused_row_attention;
+    o.attention_tc = attention_tc;
     o.attention_tc_lean = attention_tc_lean;
     o.attention_short_tiles = attention_short_tiles;
     o.attention_prompt_flash = attention_prompt_flash;

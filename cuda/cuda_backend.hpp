@@ -72,9 +72,10 @@ struct CudaBackendOptions {
   // past kDecodeRowsMax (window_meta.hpp: where prompt chunks ride), timing their GEMMs, so serving does not
   // pay for them in its first windows of each size (TTFT spikes). Off until it has run on the GPU.
   bool warm_up_decode = false;
-  // Windows on the GEMM path that flash attention does not take (decode batches) use the tensor-core
-  // attention kernel when the arena is bf16. false keeps the fixed-order kernels there too, so attention gives
-  // a row the bits of its single-row window in every window (the server's choice with speculation on).
+  // Windows that flash attention does not take (decode batches, single rows, verify windows) use the
+  // tensor-core attention kernel when the arena is bf16; false keeps the fixed-order kernels (the server's
+  // choice with --batch-invariant). Either gives a row the bits of its single-row window in every window
+  // (fixed split boundaries, each query vector's arithmetic its own), so verify windows stay exact on both.
   bool attention_tc = true;
   // The tensor-core attention's lean variant (q fragments loaded per k-step, unpadded swizzled K/V: three
   // blocks an SM instead of two). -1 (auto): on for head_dim 128, where it is faster (8B decode +4 % at 64

@@ -64,11 +64,13 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   };
 
   // Flash attention (one query head per warp, 16 query rows of a tile) pays off for query tiles of many rows
-  // (prompt chunks). Other windows on the GEMM path (decode batches) from a bf16 arena take the decode kernel,
-  // whose mma tiles hold a GQA group's heads, so each K/V tile is read once for the group; from an fp32 arena
-  // (or with attention_tc off) they keep the fixed-order kernel.
+  // (prompt chunks) on the GEMM path. Every other window from a bf16 arena takes the decode kernel, whose mma
+  // tiles hold a GQA group's heads, so each K/V tile is read once for the group; from an fp32 arena (or with
+  // attention_tc off) the fixed-order kernel. Both give a row the same bits in any window (fixed split
+  // boundaries, each query vector's arithmetic its own), so the windows below gemm_min_rows stay exact among
+  // themselves with either; flash attention is never one of theirs.
   const bool flash = use_gemm && flash_attention_supports(HD) && takes_flash(shape);
-  const bool tc = use_gemm && !flash && ctx.attention_tc && attention_tc_supports(HD, ctx.kv.type);
+  const bool tc = !flash && ctx.attention_tc && attention_tc_supports(HD, ctx.kv.type);
   // A mixed window's long tiles (its prompt chunks, build_window_meta's flash_long_tiles) on flash attention,
   // after the tensor-core kernel and its split merge have served the short ones (decode rows). The merge runs
   // over every row of the window, so flash must come after it: it overwrites the rows of its own tiles.

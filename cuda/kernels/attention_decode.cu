@@ -15,8 +15,11 @@
 // vector's own position, the warp's max and sum (quad butterflies), O = P V (V by ldmatrix.trans); then the
 // warps' results are merged in warp order through shared memory. Numbers: K and V are exact (bf16 values);
 // q and P are split into bf16 hi + remainder (two mma each), so the products keep near-fp32 accuracy, with
-// fp32 sums. This is not the staged kernel's order, so it serves only the tolerance path (windows on cuBLAS),
-// never verify windows or --batch-invariant.
+// fp32 sums. This is not the staged kernel's order, so its bits are not attention.cu's; but like it, it gives a
+// query vector the same bits in any window: split boundaries sit at fixed multiples of kS, each vector's
+// scores, softmax and P.V are its own mma rows and fixed-order sums (masked positions add exact zeros), and
+// the combine merges a row's splits in order. So it serves verify windows too (test_attention_rmsnorm.cpp:
+// a row's bits alone, in verify tiles and beside other slots); --batch-invariant keeps the staged kernel.
 #include <cuda_bf16.h>
 
 #include <cstdint>

@@ -92,9 +92,15 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     // STRATA_TARGET_FUSED_GEMV_ROWS (0-16) sets the target's, for benchmarks that compare the two.
     if (const char* e = std::getenv("STRATA_TARGET_FUSED_GEMV_ROWS"); e && *e && !shape.draft && !shape.batch_invariant)
       opts.fused_gemv_rows = std::clamp(std::atoi(e), 0, kServerGemmMinRows - 1);
-    // With speculation on, attention keeps the fixed-order kernels in every window; the engine keeps verify
-    // windows within the skinny kernel's 16 rows (BackendInfo::exact_rows), so drafts verify bit for bit.
-    opts.attention_tc = !shape.exact_verify;
+    // Attention from a bf16 arena on the tensor-core kernel wherever flash attention does not serve a window,
+    // verify windows included: it gives a row the same bits in any window, as the fixed-order kernel does, and
+    // the engine keeps verify windows within the 16 exact rows (BackendInfo::exact_rows), so drafts verify bit
+    // for bit. --batch-invariant keeps the fixed-order kernel for every window, prompts included (the
+    // tensor-core kernel was never timed on 16-row prompt tiles). STRATA_TARGET_ATTENTION_TC=0|1 overrides the
+    // target's choice, for comparisons.
+    opts.attention_tc = !shape.batch_invariant;
+    if (const char* e = std::getenv("STRATA_TARGET_ATTENTION_TC"); e && *e && !shape.draft && !shape.batch_invariant)
+      opts.attention_tc = std::atoi(e) != 0;
     opts.gemm_autotune = shape.gemm_autotune;
     opts.warm_up_decode = shape.graph_warmup;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };

@@ -369,9 +369,18 @@ TEST_CASE("attention: a row's bits alone, in a 16-row verify tile and beside oth
   int devices = 0;
   REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
   REQUIRE(devices > 0);
+  // The fixed-order kernel, and the tensor-core kernel (plain and lean) on a bf16 arena, which serves the
+  // fused GEMV's verify windows: each must give a row its bits alone in every tile and crowd below.
+  const int kernel = GENERATE(0, 1, 2);
   for (const AttnShape sh : {AttnShape{64, 32, 8, 4, 1024}, AttnShape{128, 16, 4, 4, 1024},
-                             AttnShape{64, 8, 8, 4, 1024}, AttnShape{36, 14, 2, 4, 1024}}) {
-    AttnFixture f(sh, 7u + unsigned(sh.head_dim));
+                             AttnShape{64, 8, 8, 4, 1024}, AttnShape{36, 14, 2, 4, 1024},
+                             AttnShape{64, 8, 4, 4, 1024}, AttnShape{64, 6, 2, 4, 1024}}) {
+    if (kernel > 0 && !attention_tc_supports(sh.head_dim, KvType::BF16)) continue;
+    AttnFixture f(sh, 7u + unsigned(sh.head_dim), kernel > 0);
+    f.arena16 = kernel > 0;
+    f.tc = kernel > 0;
+    f.tc_lean = kernel == 2;
+    INFO((kernel == 0 ? "fixed-order" : kernel == 1 ? "tensor-core" : "tensor-core lean") << " kernel");
     const int P = 250, slot = 1;
     const size_t qd = size_t(f.q_dim);
     // Each row of positions P - 15 .. P + 15 alone in its window.

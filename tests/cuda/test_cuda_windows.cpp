@@ -37,10 +37,13 @@ TEST_CASE("a verify window of T = 1..16 rows gives the bits and picks of T singl
   const DType kv = GENERATE(DType::F32, DType::BF16);
   // The server's path with speculation on (the skinny kernel up to 16 rows), and the fused GEMV up to 16 rows
   // (qwen2's fp32 weights take the skinny kernel there too).
+  // strata-tiny (head_dim 64) puts the fused GEMV's windows of a bf16 arena on the tensor-core attention.
   const int fused_rows = GENERATE(kDraftFusedGemvRows, 0);
-  for (const char* name : {"llama", "qwen2", "qwen3"}) {
+  const std::string tiny = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny";
+  for (const std::string& dir : {models_dir() + "/llama", models_dir() + "/qwen2", models_dir() + "/qwen3", tiny}) {
+    const std::string name = dir.substr(dir.rfind('/') + 1);
     DYNAMIC_SECTION(name << " kv " << dtype_name(kv) << " fused gemv rows " << fused_rows) {
-      auto model = load_model(models_dir() + "/" + name);
+      auto model = load_model(dir);
       if (kv == DType::BF16 && model->config.head_dim % 8 != 0) continue;  // bf16 arenas need it
       CudaBackendOptions o = small_options(2, 64, kv);
       o.gemm_min_rows = kServerGemmMinRows;
