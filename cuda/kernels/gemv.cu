@@ -52,15 +52,22 @@ constexpr int kMaxRowsPerBlock = 8;      // rows a block stages and applies each
 // consecutive float4s.
 __device__ __forceinline__ int permuted(int g) { return (g & ~63) | ((g & 1) << 5) | ((g & 63) >> 1); }
 
-__device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b, float acc) {
-  acc = fmaf(bf16_lo(w.x), a.x, acc);
-  acc = fmaf(bf16_hi(w.x), a.y, acc);
-  acc = fmaf(bf16_lo(w.y), a.z, acc);
-  acc = fmaf(bf16_hi(w.y), a.w, acc);
-  acc = fmaf(bf16_lo(w.z), b.x, acc);
-  acc = fmaf(bf16_hi(w.z), b.y, acc);
-  acc = fmaf(bf16_lo(w.w), b.z, acc);
-  acc = fmaf(bf16_hi(w.w), b.w, acc);
+// A 16-byte weight piece widened once (w[0..7] in element order), then applied to each row it serves: the
+// widening is not redone per row.
+__device__ __forceinline__ void widen8(const uint4& u, float (&w)[8]) {
+  w[0] = bf16_lo(u.x), w[1] = bf16_hi(u.x), w[2] = bf16_lo(u.y), w[3] = bf16_hi(u.y);
+  w[4] = bf16_lo(u.z), w[5] = bf16_hi(u.z), w[6] = bf16_lo(u.w), w[7] = bf16_hi(u.w);
+}
+
+__device__ __forceinline__ float dot8(const float (&w)[8], const float4& a, const float4& b, float acc) {
+  acc = fmaf(w[0], a.x, acc);
+  acc = fmaf(w[1], a.y, acc);
+  acc = fmaf(w[2], a.z, acc);
+  acc = fmaf(w[3], a.w, acc);
+  acc = fmaf(w[4], b.x, acc);
+  acc = fmaf(w[5], b.y, acc);
+  acc = fmaf(w[6], b.z, acc);
+  acc = fmaf(w[7], b.w, acc);
   return acc;
 }
 
@@ -172,17 +179,16 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     float mine[NR];
 #pragma unroll
     for (int i = 0; i < NR; ++i) mine[i] = 0.0f;
+    // Every row's butterflies without a branch between them (rows past nr sum zeros and are not stored), so
+    // the rows' shuffles interleave instead of running one row after another.
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
-      if (r < nr) {
 #pragma unroll
-        for (int i = 0; i < NR; ++i) {
-          const float t = warp_sum(acc[i][r]);
-          if (lane == r) mine[i] = NORM ? __fmul_rn(t, inv_rms[r]) : t;
-        }
+      for (int i = 0; i < NR; ++i) {
+        const float t = warp_sum(acc[i][r]);
+        if (lane == r) mine[i] = NORM ? __fmul_rn(t, inv_rms[r]) : t;
+        acc[i][r] = 0.0f;
       }
-#pragma unroll
-      for (int i = 0; i < NR; ++i) acc[i][r] = 0.0f;
     }
     if (lane < nr) {
       float* y = p.y + size_t(r0 + lane) * size_t(p.n);
@@ -203,13 +209,16 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     for (int u = 0; u < U; ++u) {
       const int c = st * U + u;
       if (c < chunks) {
+        float wf[NR][8];
+#pragma unroll
+        for (int i = 0; i < NR; ++i) widen8(b[i][u], wf[i]);
 #pragma unroll
         for (int r = 0; r < RT; ++r) {
           if (r < nr) {
             const float4* row = xs + size_t(r) * groups + c * 64;
             const float4 a0 = row[lane], a1 = row[32 + lane];
 #pragma unroll
-            for (int i = 0; i < NR; ++i) acc[i][r] = dot8(b[i][u], a0, a1, acc[i][r]);
+            for (int i = 0; i < NR; ++i) acc[i][r] = dot8(wf[i], a0, a1, acc[i][r]);
           }
         }
       }
