@@ -369,8 +369,8 @@ TEST_CASE("attention: a row's bits alone, in a 16-row verify tile and beside oth
   int devices = 0;
   REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
   REQUIRE(devices > 0);
-  // The fixed-order kernel, and the tensor-core kernel (plain and lean) on a bf16 arena, which serves the
-  // fused GEMV's verify windows: each must give a row its bits alone in every tile and crowd below.
+  // The fixed-order kernel, and the tensor-core kernel (plain and lean) on a bf16 arena, which serves verify
+  // windows from a bf16 arena: each must give a row its bits alone in every tile and crowd below.
   const int kernel = GENERATE(0, 1, 2);
   for (const AttnShape sh : {AttnShape{64, 32, 8, 4, 1024}, AttnShape{128, 16, 4, 4, 1024},
                              AttnShape{64, 8, 8, 4, 1024}, AttnShape{36, 14, 2, 4, 1024},
