@@ -124,17 +124,33 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int gid = lane >> 2, tig = lane & 3;
 
+  // The K/V rows this window writes for the slot start at the least position of the slot's rows in the window
+  // (a decode row's own); the split's rows before it were written by earlier windows, so their copies go
+  // out before pdl_wait() too, and only the window's own rows wait for the previous kernel.
+  __shared__ int s_first;
+  if (a.rows > 1) {
+    if (tid == 0) s_first = p0;
+    __syncthreads();
+    for (int r = tid; r < a.rows; r += kThreads)
+      if (a.slot[r] == slot) atomicMin(&s_first, a.pos[r]);
+  }
   if (tid < nsp) sOff[tid] = static_cast<long long>(kv_offset(a.kv, slot, s_begin + tid)) + static_cast<long long>(g) * HD;
-  pdl_wait();  // K/V of this window's rows and q are the previous kernel's output
   __syncthreads();
+  const int first = a.rows > 1 ? s_first : p0;
+  const int pre = max(0, min(nsp, first - s_begin));  // the split's rows written before this window
   const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(a.kv.k);
   const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(a.kv.v);
-  for (int i = tid; i < nsp * U; i += kThreads) {  // consecutive threads: consecutive 16 bytes of a row
-    const int j = i / U, u = i - j * U;
-    cp_async16(ks + S::at(j, u), kb + sOff[j] + 8 * u);
-    cp_async16(vs + S::at(j, u), vb + sOff[j] + 8 * u);
-  }
-  cp_async_commit();
+  auto copy_rows = [&](int j0, int j1) {
+    for (int i = j0 * U + tid; i < j1 * U; i += kThreads) {  // consecutive threads: consecutive 16 bytes of a row
+      const int j = i / U, u = i - j * U;
+      cp_async16(ks + S::at(j, u), kb + sOff[j] + 8 * u);
+      cp_async16(vs + S::at(j, u), vb + sOff[j] + 8 * u);
+    }
+    cp_async_commit();
+  };
+  copy_rows(0, pre);
+  pdl_wait();  // K/V of this window's rows and q are the previous kernel's output
+  copy_rows(pre, nsp);
   // V rows past the split's last are zeros (their P is zero; 0 x garbage could be NaN). K rows there are
   // never used unmasked.
   for (int i = tid; i < (kS - nsp) * U; i += kThreads) {
