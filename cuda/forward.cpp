@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cuda/env.hpp"
 #include "cuda/gemm.hpp"
 #include "engine/core/types.hpp"
 
@@ -80,8 +81,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
 
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
-                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr) {
+                   const float* bias, float* y, int rows = -1, const int* x_rows = nullptr,
+                   const QkvRopeParams* rope = nullptr) {
     GemvParams g;
+    if (rope) g.rope = *rope;
     g.w = m.ptr;
     g.n = n;
     g.k = m.cols;
@@ -150,27 +153,35 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   flash_ap.n_tiles = ws.meta + L.n_flash_tiles;
   flash_ap.max_tiles = shape.flash_tiles_cap;
 
+  // STRATA_GEMV_ROPE=0 keeps the separate RoPE step on the fused GEMV's windows too (a measurement switch; same
+  // bits either way).
+  static const bool rope_gemv_on = env_int("STRATA_GEMV_ROPE", 0, 1, 1) != 0;
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
     KvLayout kv = ctx.kv;
     kv.layer_offset = l * ctx.kv_layer_stride;
 
-    if (gemv)
-      fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
-    else if (fold && l > 0)
-      launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
-    else
-      matmul(Ly.wqkv, ws.xn, ws.qkv);
     qp.qkv_rem = rem(ws.qkv, ap.qkv_stride);
     qp.bias = Ly.bqkv;
     qp.q_norm = Ly.q_norm;
     qp.k_norm = Ly.k_norm;
     qp.kv = kv;
     ap.kv = kv;
+    // The fused GEMV's QKV projection does the RoPE step in its epilogue (same bits) where the model has no
+    // q/k norms: one kernel boundary a layer less (docs/PERFORMANCE.md run 88).
+    const bool rope_in_gemv = gemv && !row_attention && !Ly.q_norm && !Ly.k_norm && rope_gemv_on;
+    if (rope_in_gemv)
+      fused(Ly.wqkv, Ly.wqkv.rows / 2, ws.x, Ly.attn_norm, GemvEpilogue::Rope, nullptr, ws.qkv, -1, nullptr, &qp);
+    else if (gemv)
+      fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
+    else if (fold && l > 0)
+      launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
+    else
+      matmul(Ly.wqkv, ws.xn, ws.qkv);
     if (row_attention) {
       launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
     } else {
-      launch_qkv_rope(ws.qkv, T, qp, stream);
+      if (!rope_in_gemv) launch_qkv_rope(ws.qkv, T, qp, stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {

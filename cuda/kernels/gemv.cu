@@ -8,6 +8,12 @@
 // weight loads go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps
 // its tail.
 //
+// The QKV projection can carry the RoPE step too (the Rope epilogue): a task is then the pair of rows (i,
+// i + head_dim / 2) of one head, which is what a rotation needs, and the step's arithmetic (qkv_rope.cuh's
+// rotate_pair, store_kv) runs on the two sums, so q, k and v get the bits the separate step gives them and
+// one kernel boundary a layer goes (H100: 1B +3.6 %, 8B +1.3 % at batch 1, though the 8B shape's pairs fill
+// 96 blocks where its rows filled 128; docs/PERFORMANCE.md run 88).
+//
 // Windows of several rows (up to 8 a block, more as further row groups of blocks, grid y) share each weight
 // load: the block stages every row it serves and applies each loaded piece to all of them. A matrix whose
 // blocks leave SMs idle spreads the rows over more row groups instead (block_rows).
@@ -27,6 +33,7 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
+#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -93,11 +100,20 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   const int total = max(0, t1 - t0) * steps;
   const __nv_bfloat16* w = static_cast<const __nv_bfloat16*>(p.w);
 
+  // Weight row r of a task: the task's row (and n further on for SwiGLU's up row), or for Rope the pair (i,
+  // i + half) of head task / half.
+  auto weight_row = [&](int task, int r) -> size_t {
+    if (EP == GemvEpilogue::Rope) {
+      const int half = p.rope.head_dim / 2, h = task / half;
+      return size_t(h) * size_t(p.rope.head_dim) + size_t(task - h * half) + (r ? size_t(half) : 0);
+    }
+    return size_t(task) + (r ? size_t(p.n) : 0);
+  };
   auto issue = [&](int s, uint4(&b)[NR][U]) {
     const int task = t0 + s / steps, st = s % steps;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
-      const __nv_bfloat16* row = w + (size_t(task) + (r ? size_t(p.n) : 0)) * size_t(k);
+      const __nv_bfloat16* row = w + weight_row(task, r) * size_t(k);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int e = ((st * U + u) * 32 + lane) * 8;
@@ -173,6 +189,30 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   for (int i = 0; i < NR; ++i)
 #pragma unroll
     for (int r = 0; r < RT; ++r) acc[i][r] = 0.0f;
+  // Rope: the pair (a at i, b at i + half) of head task / half for window row rr, as qkv_rope_block does it
+  // (bias, rotation of q and k heads with the row position's table entries), then q back into the row's qkv
+  // values and k or v into the row's KV cell.
+  auto rope_pair = [&](int task, int rr, float a, float b) {
+    const QkvRopeParams& q = p.rope;
+    const int hd = q.head_dim, half = hd / 2, h = task / half, i = task - h * half;
+    const size_t at = size_t(h) * size_t(hd) + size_t(i);
+    const int pos = q.pos[rr];
+    if (q.bias) a = __fadd_rn(a, q.bias[at]), b = __fadd_rn(b, q.bias[at + half]);
+    if (h < q.n_heads + q.n_kv_heads) {
+      const size_t t = size_t(pos) * size_t(half) + size_t(i);
+      rotate_pair(a, b, q.cos[t], q.sin[t], &a, &b);
+    }
+    if (h < q.n_heads) {
+      float* y = p.y + size_t(rr) * size_t(2 * p.n);
+      y[at] = a;
+      y[at + half] = b;
+    } else {
+      void* base = h < q.n_heads + q.n_kv_heads ? q.kv.k : q.kv.v;
+      const size_t cell = kv_head_at(q, h, q.slot[rr], pos) + size_t(i);
+      store_kv(q.kv, base, cell, a);
+      store_kv(q.kv, base, cell + half, b);
+    }
+  };
   // A task's last chunk: every row's butterflies, then lane r finishes row r, so the rows' epilogue loads and
   // stores go out together.
   auto finish = [&](int task) {
@@ -189,6 +229,10 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
         if (lane == r) mine[i] = NORM ? __fmul_rn(t, inv_rms[r]) : t;
         acc[i][r] = 0.0f;
       }
+    }
+    if (EP == GemvEpilogue::Rope) {
+      if (lane < nr) rope_pair(task, r0 + lane, mine[0], mine[NR - 1]);
+      return;
     }
     if (lane < nr) {
       float* y = p.y + size_t(r0 + lane) * size_t(p.n);
@@ -325,7 +369,10 @@ void configure_gemv() {
   configure_one<1, GemvEpilogue::Residual, false>();
   configure_one<2, GemvEpilogue::Swiglu, true>();
   configure_one<2, GemvEpilogue::Swiglu, false>();
+  configure_one<2, GemvEpilogue::Rope, true>();
+  configure_one<2, GemvEpilogue::Rope, false>();
 }
+
 
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   if (p.n <= 0 || p.rows <= 0) return;
@@ -343,7 +390,15 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     case GemvEpilogue::Swiglu:
       norm ? launch_one<2, GemvEpilogue::Swiglu, true>(p, stream)
            : launch_one<2, GemvEpilogue::Swiglu, false>(p, stream);
+      break;    case GemvEpilogue::Rope: {
+      const QkvRopeParams& q = p.rope;
+      check_qkv_rope(q);
+      if (q.q_norm || q.k_norm || q.qkv_rem) throw Error("gemv: the Rope epilogue takes no q/k norm or remainder rows");
+      if (2 * p.n != (q.n_heads + 2 * q.n_kv_heads) * q.head_dim)
+        throw Error("gemv: the Rope epilogue's n must be half the q | k | v rows");
+      norm ? launch_one<2, GemvEpilogue::Rope, true>(p, stream) : launch_one<2, GemvEpilogue::Rope, false>(p, stream);
       break;
+    }
   }
 }
 

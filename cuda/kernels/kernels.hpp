@@ -194,9 +194,13 @@ void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x,
 //   computes it;
 // - Store: y[j] = (W x)[j]; Residual: y is the residual row, y[j] = y[j] + ((W x)[j] + bias[j]) (bias
 //   optional); Swiglu: y[j] = silu(gate_j) * up_j, rounded as launch_swiglu rounds it.
+// - Rope: W is a layer's stacked q | k | v matrix and y its qkv rows; the step launch_qkv_rope would take
+//   next rides in the epilogue, with its bits: a task is the pair (i, i + head_dim / 2) of one head, so n is
+//   half of W's rows; bias, then the rotation of q and k heads, then q into y (row stride 2 n) and k and v into
+//   the KV cell of the row's slot and position. No q/k norm (rope.q_norm and rope.k_norm null).
 // Output row r is y + r n; its input row is x + x_rows[r] k (x + r k without x_rows). A row's bits do not
 // depend on how many rows the window has, but they are not the skinny kernel's.
-enum class GemvEpilogue { Store, Residual, Swiglu };
+enum class GemvEpilogue { Store, Residual, Swiglu, Rope };
 struct GemvParams {
   const void* w = nullptr;
   int n = 0, k = 0;
@@ -209,6 +213,7 @@ struct GemvParams {
   const float* bias = nullptr;  // Residual only, [n] or null
   float* y = nullptr;
   int rows_per_block = 1;       // set by launch_gemv
+  QkvRopeParams rope;           // Rope only
 };
 // The current device's SM count, read once (the GEMV's task split over one wave of blocks).
 int device_sm_count();
@@ -216,7 +221,8 @@ int device_sm_count();
 bool gemv_supports(int k);
 // Raises the kernels' shared-memory limit; call once before any capture.
 void configure_gemv();
-// Throws strata::Error for an unsupported k or a norm with the Residual epilogue.
+// Throws strata::Error for an unsupported k, a norm with the Residual epilogue, or a Rope epilogue asked for
+// q/k norms or an odd head_dim.
 void launch_gemv(const GemvParams& p, cudaStream_t stream);
 
 // For rows whose spec asks (kPickLogprobsWord), engine/sampling's compute_logprobs of the row's logits for

@@ -446,3 +446,121 @@ TEST_CASE("the skinny kernel's folded residual add and norm match the separate k
   }
   cudaStreamDestroy(st);
 }
+
+TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue followed by the RoPE step") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  cudaStream_t st = nullptr;
+  REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
+  configure_gemv();
+  std::mt19937 rng(31);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct Shape {
+    int heads, kv_heads, hd, k, rows;
+    bool norm, bias;
+    KvType kv_type;
+  };
+  // GQA 4:1 at head_dim 64 on a bf16 arena, one and three rows (a row group of several rows); 1:1 at 128
+  // with a bias (Qwen2) on an fp32 arena; an inner dimension that ends inside a chunk.
+  const std::vector<Shape> shapes = {
+      {8, 2, 64, 520, 1, true, false, KvType::BF16}, {8, 2, 64, 520, 3, true, false, KvType::BF16},
+      {4, 4, 128, 256, 2, true, true, KvType::F32},  {4, 1, 64, 1032, 1, false, true, KvType::BF16},
+  };
+  for (const Shape& sh : shapes) {
+    INFO("heads " << sh.heads << "/" << sh.kv_heads << " hd " << sh.hd << " k " << sh.k << " rows " << sh.rows
+                  << " bias " << sh.bias << " bf16 arena " << (sh.kv_type == KvType::BF16));
+    const int qkv_rows = (sh.heads + 2 * sh.kv_heads) * sh.hd, kv_dim = sh.kv_heads * sh.hd, half = sh.hd / 2;
+    REQUIRE(gemv_supports(sh.k));
+    std::vector<uint16_t> wb(size_t(qkv_rows) * sh.k);
+    for (auto& v : wb) v = bf16_rn(nd(rng) * 0.05f);
+    std::vector<float> x(size_t(sh.rows) * sh.k), nw(sh.k), bias(qkv_rows);
+    for (float& v : x) v = nd(rng) * 3.0f;
+    for (float& v : nw) v = 1.0f + 0.2f * nd(rng);
+    for (float& v : bias) v = nd(rng);
+    // A cos/sin table of 64 positions (any values serve a bit comparison), 3 slots of 4 blocks of 16 cells
+    // in a shuffled pool of 12, each row at its own slot and position.
+    const int block = 16, per_slot = 4, pool = 12, max_pos = block * per_slot;
+    std::vector<float> cs(size_t(max_pos) * half), sn(cs.size());
+    for (size_t i = 0; i < cs.size(); ++i) cs[i] = std::cos(0.37f * float(i)), sn[i] = std::sin(0.37f * float(i));
+    std::vector<int32_t> table(size_t(3) * per_slot);
+    for (int i = 0; i < pool; ++i) table[size_t(i)] = (i * 7) % pool;
+    std::vector<int> pos(sh.rows), slot(sh.rows);
+    for (int r = 0; r < sh.rows; ++r) slot[size_t(r)] = r % 3, pos[size_t(r)] = int(rng() % max_pos);
+    const size_t esize = sh.kv_type == KvType::BF16 ? 2 : 4;
+    const size_t arena_bytes = size_t(pool) * block * kv_dim * esize;
+    std::vector<unsigned char> fill(arena_bytes);
+    for (auto& b : fill) b = static_cast<unsigned char>(rng());
+    DeviceBuffer dw = upload(wb), dx = upload(x), dn = upload(nw), dbias = upload(bias), dcos = upload(cs),
+                 dsin = upload(sn), dtable = upload(table), dpos = upload(pos), dslot = upload(slot);
+    DeviceBuffer q_ref(size_t(sh.rows) * qkv_rows * 4, "qkv ref"), q_got(size_t(sh.rows) * qkv_rows * 4, "qkv got");
+    DeviceBuffer k_ref = upload(fill), v_ref = upload(fill), k_got = upload(fill), v_got = upload(fill);
+    auto params = [&](DeviceBuffer& k, DeviceBuffer& v) {
+      QkvRopeParams qp;
+      qp.n_heads = sh.heads;
+      qp.n_kv_heads = sh.kv_heads;
+      qp.head_dim = sh.hd;
+      qp.bias = sh.bias ? dbias.get<float>() : nullptr;
+      qp.cos = dcos.get<float>();
+      qp.sin = dsin.get<float>();
+      qp.pos = dpos.get<int>();
+      qp.slot = dslot.get<int>();
+      qp.kv.k = k.get();
+      qp.kv.v = v.get();
+      qp.kv.type = sh.kv_type;
+      qp.kv.block_table = dtable.get<int32_t>();
+      qp.kv.table_stride = per_slot;
+      qp.kv.block_size = block;
+      qp.kv.kv_dim = kv_dim;
+      return qp;
+    };
+    GemvParams g;
+    g.w = dw.get();
+    g.k = sh.k;
+    g.x = dx.get<float>();
+    g.rows = sh.rows;
+    g.norm = sh.norm ? dn.get<float>() : nullptr;
+    g.eps = 1e-5f;
+    // The reference: the Store epilogue, then the RoPE step on its rows.
+    g.n = qkv_rows;
+    g.ep = GemvEpilogue::Store;
+    g.y = q_ref.get<float>();
+    launch_gemv(g, st);
+    launch_qkv_rope(q_ref.get<float>(), sh.rows, params(k_ref, v_ref), st);
+    // The fused step: pairs of rows, q into y, k and v into the arena.
+    REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * qkv_rows * 4) == cudaSuccess);
+    g.n = qkv_rows / 2;
+    g.ep = GemvEpilogue::Rope;
+    g.y = q_got.get<float>();
+    g.rope = params(k_got, v_got);
+    launch_gemv(g, st);
+    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+    const std::vector<float> a = download(q_ref, size_t(sh.rows) * qkv_rows), b = download(q_got, a.size());
+    for (int r = 0; r < sh.rows; ++r)  // the q values (the k and v values go to the arena)
+      CHECK(std::memcmp(&a[size_t(r) * qkv_rows], &b[size_t(r) * qkv_rows], size_t(sh.heads) * sh.hd * 4) == 0);
+    auto bytes = [&](const DeviceBuffer& d) {
+      std::vector<unsigned char> h(arena_bytes);
+      REQUIRE(cudaMemcpy(h.data(), d.get(), arena_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+      return h;
+    };
+    const std::vector<unsigned char> kr = bytes(k_ref), kg = bytes(k_got), vr = bytes(v_ref), vg = bytes(v_got);
+    CHECK(kr != fill);  // the step wrote something
+    CHECK(kr == kg);
+    CHECK(vr == vg);
+  }
+  // Refused: q/k norms, and an n that is not half the q | k | v rows.
+  GemvParams bad;
+  bad.w = nullptr;
+  bad.k = 256;
+  bad.rows = 1;
+  bad.ep = GemvEpilogue::Rope;
+  bad.rope.n_heads = 2;
+  bad.rope.n_kv_heads = 1;
+  bad.rope.head_dim = 64;
+  bad.n = 100;
+  CHECK_THROWS_AS(launch_gemv(bad, st), Error);
+  bad.n = 128;
+  std::vector<float> qn(64, 1.0f);
+  DeviceBuffer dqn = upload(qn);
+  bad.rope.q_norm = dqn.get<float>();
+  CHECK_THROWS_AS(launch_gemv(bad, st), Error);
+  cudaStreamDestroy(st);
+}
