@@ -1,4 +1,5 @@
-# device_call.sh plan (run 87): run 86's two changes apart, by their measurement switches on one build:
+# device_call.sh plan (run 87): run 86's two changes apart, by measurement switches of that build only (the
+# committed code keeps the early copies without a switch and has no early merge trigger):
 # STRATA_ATTN_KV_PREWAIT (the tensor-core decode attention copies the K/V rows its window did not write before
 # pdl_wait()) and STRATA_MERGE_EARLY (the split merge lets the o projection launch before its own wait), each
 # 0 or 1, alternated at 1B, 8B and strata-tiny; the build before them (.devcarry/old.txz, 8613fe0) once a round.
