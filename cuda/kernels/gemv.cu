@@ -373,7 +373,6 @@ void configure_gemv() {
   configure_one<2, GemvEpilogue::Rope, false>();
 }
 
-
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   if (p.n <= 0 || p.rows <= 0) return;
   if (!gemv_supports(p.k)) throw Error("gemv: inner dimension " + std::to_string(p.k) + " is not a multiple of 8 "
@@ -390,7 +389,8 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     case GemvEpilogue::Swiglu:
       norm ? launch_one<2, GemvEpilogue::Swiglu, true>(p, stream)
            : launch_one<2, GemvEpilogue::Swiglu, false>(p, stream);
-      break;    case GemvEpilogue::Rope: {
+      break;
+    case GemvEpilogue::Rope: {
       const QkvRopeParams& q = p.rope;
       check_qkv_rope(q);
       if (q.q_norm || q.k_norm || q.qkv_rem) throw Error("gemv: the Rope epilogue takes no q/k norm or remainder rows");

@@ -14,16 +14,16 @@ ab() {  # model label flags...
   for b in .devcarry/old/strata_bench_cuda "$B/strata_bench_cuda"; do
     echo "--- $label $b"
     LD_LIBRARY_PATH=$B/lib timeout 150 "$b" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-      grep -E "^decode" | sed "s#^#[$label ${b%%/strata_bench_cuda}] #" | tee -a "$OUT/ab_trigger.log"
+      grep -E "^decode" | sed "s#^#[$label ${b%%/strata_bench_cuda}] #" | tee -a "$OUT/${AB_LOG:-ab_trigger.log}"
   done
 }
 for r in 1 2; do
   ab models/strata-tiny "tiny spec-path r$r" --batch 1,5,8 --gemm-min-rows 17
   ab models/strata-tiny "tiny default r$r" --batch 1
 done
-python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
+[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
 for r in 1 2 3; do ab /tmp/llama-1b "1b r$r" --batch 1; done
-python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
+[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
 for r in 1 2; do ab /tmp/llama-8b "8b r$r" --batch 1; done
 $S $B trace1b trace8b
 TRACE_BATCH=1,5 $S $B tracetiny

@@ -5,28 +5,5 @@
 # build), against the build before it (.devcarry/old.txz: strata_bench_cuda and strata at 8613fe0). The
 # attention and verify-window bit tests first, then decode alternated old / new at strata-tiny (the
 # speculation path and the default), 1B and 8B, the new build's timelines, spec1 both ways, the suite last.
-$S $B info
-TEST_FILTER="*attention*" $S $B test
-TEST_FILTER="a verify window of T = 1..16 rows*" $S $B test
-mkdir -p .devcarry/old && tar xJf .devcarry/old.txz -C .devcarry/old && ln -sfn ../bin/lib .devcarry/old/lib
-ab() {  # model label flags...
-  local m=$1 label=$2; shift 2
-  for b in .devcarry/old/strata_bench_cuda "$B/strata_bench_cuda"; do
-    echo "--- $label $b"
-    LD_LIBRARY_PATH=$B/lib timeout 150 "$b" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-      grep -E "^decode" | sed "s#^#[$label ${b%%/strata_bench_cuda}] #" | tee -a "$OUT/ab_merge_trigger.log"
-  done
-}
-for r in 1 2; do
-  ab models/strata-tiny "tiny spec-path r$r" --batch 1,5,8 --gemm-min-rows 17
-  ab models/strata-tiny "tiny default r$r" --batch 1
-done
-[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
-for r in 1 2 3; do ab /tmp/llama-1b "1b r$r" --batch 1; done
-[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
-for r in 1 2; do ab /tmp/llama-8b "8b r$r" --batch 1; done
-$S $B trace1b trace8b
-TRACE_BATCH=1,5 $S $B tracetiny
-SPEC_ROUNDS=1 $S $B spec1
-mkdir -p "$OUT/old" && OUT=$OUT/old SPEC_ROUNDS=1 $S .devcarry/old spec1
-$S $B test
+AB_LOG=ab_merge_trigger.log
+. tools/bench/plans/early_trigger.sh  # the same steps on this build
