@@ -1,7 +1,7 @@
 # device_call.sh plan (run 92): the tensor-core decode attention's split-0 blocks asking the L2 for the o
 # projection's weights once their own K/V rows are in shared memory (cp.async.bulk.prefetch.L2), so the o GEMV
-# that follows the merge finds them there; that build's STRATA_O_PREFETCH_KB = 0 (off) / 8192 / 32768
-# alternated on one binary, decode at 1B and 8B (the o matrix: 8 MB at 1B, 32 MB at 8B).
+# that follows the merge finds them there; that build's (not committed: it lost) STRATA_O_PREFETCH_KB = 0 (off)
+# / 8192 / 32768 alternated on one binary, decode at 1B and 8B (the o matrix: 8 MB at 1B, 32 MB at 8B).
 $S $B info
 [ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
 [ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
