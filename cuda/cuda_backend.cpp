@@ -241,6 +241,8 @@ struct CudaBackend::Impl {
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
+        {R * size_t(cuda::device_sm_count()) * 4, reinterpret_cast<void**>(&ws.pick_value)},
+        {R * size_t(cuda::device_sm_count()) * 4, reinterpret_cast<void**>(&ws.pick_index)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
     };
     size_t total = 0;

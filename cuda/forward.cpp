@@ -82,7 +82,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
                    const float* bias, float* y, int rows = -1, const int* x_rows = nullptr,
-                   const QkvRopeParams* rope = nullptr) {
+                   const QkvRopeParams* rope = nullptr, int* pick_parts = nullptr) {
     GemvParams g;
     if (rope) g.rope = *rope;
     g.w = m.ptr;
@@ -96,6 +96,11 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
+    if (pick_parts && ws.pick_value) {
+      g.pick_value = ws.pick_value;
+      g.pick_index = ws.pick_index;
+      *pick_parts = gemv_blocks(g);
+    }
     launch_gemv(g, stream);
   };
 
@@ -156,6 +161,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // STRATA_GEMV_ROPE=0 keeps the separate RoPE step on the fused GEMV's windows too (a measurement switch; same
   // bits either way).
   static const bool rope_gemv_on = env_int("STRATA_GEMV_ROPE", 0, 1, 1) != 0;
+  // STRATA_GEMV_PICKS=0: the greedy picks by a pass over the logits after the fused LM head (measurement switch).
+  static const bool gemv_picks_on = env_int("STRATA_GEMV_PICKS", 0, 1, 1) != 0;
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
     KvLayout kv = ctx.kv;
@@ -221,15 +228,22 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   }
   if (R == 0) return;
   // The picks (and the device's logprobs of them) from the R rows of logits.
+  int pick_parts = 0;  // the fused LM head's candidates a row, when it made them
   auto answer_rows = [&]() {
-    launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
+    if (pick_parts > 0)
+      launch_argmax_parts(ws.pick_value, ws.pick_index, pick_parts, R, ws.picks, stream);
+    else
+      launch_argmax(ws.logits, R, c.vocab_size, ws.picks, stream);
     if (!draws) return;
     launch_sample(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, stream);
     if (ctx.device_logprobs)
       launch_logprobs(ws.logits, R, c.vocab_size, ws.meta + L.pick_specs, ws.picks, ws.logprobs, stream);
   };
   if (gemv) {  // the output rows, normed on the way in
-    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows);
+    // The picks from the LM head's per-block candidates (same answer as argmax over the logits, without a pass
+    // of one block over them).
+    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows, nullptr,
+          gemv_picks_on ? &pick_parts : nullptr);
     answer_rows();
     return;
   }

@@ -84,5 +84,12 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return scratch[0];
 }
 
+// engine/sampling's argmax rule as an order: v at id i beats the best so far (bv at bi) when it is larger,
+// or equal with a lower id; NaN never wins (every comparison with it is false). Its winner is unique, so any
+// reduction order gives the same pick.
+__device__ __forceinline__ bool pick_better(float v, int i, float bv, int bi) {
+  return v > bv || (v == bv && i < bi);
+}
+
 }  // namespace cuda
 }  // namespace strata

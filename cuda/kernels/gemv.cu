@@ -88,6 +88,8 @@ template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
   extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
   __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
+  __shared__ float pick_v[kWarps][RT];  // Store with picks: each warp's best output of each row
+  __shared__ int pick_i[kWarps][RT];
   const int bx = blockIdx.x, by = blockIdx.y;
   constexpr int U = kLoads / NR;
   static_assert(kLoads % NR == 0, "a task's rows share the buffer's loads");
@@ -213,6 +215,9 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
       store_kv(q.kv, base, cell + half, b);
     }
   };
+  // Store with picks: lane r's best output of row r so far (pick_better's order).
+  float best_v = -INFINITY;
+  int best_i = 0x7fffffff;
   // A task's last chunk: every row's butterflies, then lane r finishes row r, so the rows' epilogue loads and
   // stores go out together.
   auto finish = [&](int task) {
@@ -238,6 +243,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
       float* y = p.y + size_t(r0 + lane) * size_t(p.n);
       if (EP == GemvEpilogue::Store) {
         y[task] = mine[0];
+        if (pick_better(mine[0], task, best_v, best_i)) best_v = mine[0], best_i = task;
       } else if (EP == GemvEpilogue::Residual) {
         const float d = p.bias ? __fadd_rn(mine[0], p.bias[task]) : mine[0];
         y[task] = __fadd_rn(__ldcg(y + task), d);
@@ -276,6 +282,19 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     if (s + 1 < total) {
       consume(s + 1, B);
       if (s + 3 < total) issue(s + 3, B);
+    }
+  }
+  if (EP == GemvEpilogue::Store && p.pick_value) {  // the block's best of each row, warps in order
+    if (lane < RT) pick_v[warp][lane] = best_v, pick_i[warp][lane] = best_i;
+    __syncthreads();
+    if (warp == 0 && lane < nr) {
+      float bv = -INFINITY;
+      int bi = 0x7fffffff;
+      for (int v = 0; v < kWarps; ++v)
+        if (pick_better(pick_v[v][lane], pick_i[v][lane], bv, bi)) bv = pick_v[v][lane], bi = pick_i[v][lane];
+      const size_t at = size_t(r0 + lane) * gridDim.x + bx;
+      p.pick_value[at] = bv;
+      p.pick_index[at] = bi;
     }
   }
 }
@@ -373,8 +392,17 @@ void configure_gemv() {
   configure_one<2, GemvEpilogue::Rope, false>();
 }
 
+int gemv_blocks(const GemvParams& p) {
+  int tpw = 0;
+  const int narrow = plan_blocks(p.n, 16, &tpw), wide = plan_blocks(p.n, 32, &tpw);
+  // launch_rt's choice: 32 x 4 only for one-row blocks without the input norm, where it fills as many SMs.
+  return block_rows(p.n, p.k, p.rows) == 1 && !p.norm && wide >= narrow ? wide : narrow;
+}
+
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   if (p.n <= 0 || p.rows <= 0) return;
+  if ((p.pick_value || p.pick_index) && (p.ep != GemvEpilogue::Store || !p.pick_value || !p.pick_index))
+    throw Error("gemv: picks come only from the Store epilogue, with both their value and index arrays");
   if (!gemv_supports(p.k)) throw Error("gemv: inner dimension " + std::to_string(p.k) + " is not a multiple of 8 "
                                        "or is too long for the staged activation row");
   const bool norm = p.norm != nullptr;

@@ -214,6 +214,10 @@ struct GemvParams {
   float* y = nullptr;
   int rows_per_block = 1;       // set by launch_gemv
   QkvRopeParams rope;           // Rope only
+  // Store only, optional: each block's greedy pick among the outputs it wrote, for launch_argmax_parts: the
+  // best value and its output index of row r at [r * gemv_blocks + block] (argmax_token's rule).
+  float* pick_value = nullptr;
+  int* pick_index = nullptr;
 };
 // The current device's SM count, read once (the GEMV's task split over one wave of blocks).
 int device_sm_count();
@@ -222,8 +226,11 @@ bool gemv_supports(int k);
 // Raises the kernels' shared-memory limit; call once before any capture.
 void configure_gemv();
 // Throws strata::Error for an unsupported k, a norm with the Residual epilogue, or a Rope epilogue asked for
-// q/k norms or an odd head_dim.
+// q/k norms or an odd head_dim, or picks asked of another epilogue.
 void launch_gemv(const GemvParams& p, cudaStream_t stream);
+// The blocks a launch of p spreads the outputs over (one row group): pick_value's row stride. At most the SM
+// count.
+int gemv_blocks(const GemvParams& p);
 
 // For rows whose spec asks (kPickLogprobsWord), engine/sampling's compute_logprobs of the row's logits for
 // its pick (picks[r], run after the picks are final) into out[r][kLogprobWords] (see logprobs.cu). Nothing
@@ -234,6 +241,10 @@ void launch_logprobs(const float* logits, int rows, int vocab, const int32_t* sp
 // picks[r] = argmax over logits[r][0 .. vocab): largest value, lowest id among equals, NaN never wins, 0
 // when nothing is above -inf (engine/sampling's argmax_token rule).
 void launch_argmax(const float* logits, int rows, int vocab, int* picks, cudaStream_t stream);
+// The same picks from the fused GEMV's per-block candidates (GemvParams::pick_value / pick_index, `parts` of
+// them a row): the best of a row's candidates by the same rule, so the same answer as launch_argmax over the
+// row's logits.
+void launch_argmax_parts(const float* value, const int* index, int parts, int rows, int* picks, cudaStream_t stream);
 
 // Per output row, kPickWords int32 of the pick's settings: mode (1 = sample here from top_k <= kDeviceTopKMax
 // candidates, 2 = sample here over the whole vocabulary (no top_k, or one >= vocab; see launch_sample),

@@ -22,6 +22,7 @@ using namespace strata::cuda;
 namespace {
 
 using cuda_test::bf16_rn;
+using cuda_test::Dev;
 
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
@@ -561,6 +562,72 @@ TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue f
   std::vector<float> qn(64, 1.0f);
   DeviceBuffer dqn = upload(qn);
   bad.rope.q_norm = dqn.get<float>();
+  CHECK_THROWS_AS(launch_gemv(bad, st), Error);
+  cudaStreamDestroy(st);
+}
+
+TEST_CASE("the fused GEMV's per-block picks give launch_argmax's picks over the logits it wrote, ties included") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  cudaStream_t st = nullptr;
+  REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
+  configure_gemv();
+  std::mt19937 rng(47);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct Shape {
+    int n, k, rows;
+  };
+  // A vocabulary of outputs over every SM, one spread over few, and a window of three output rows.
+  for (const Shape& sh : std::vector<Shape>{{5000, 264, 1}, {50021, 512, 1}, {40, 1024, 1}, {7000, 520, 3}}) {
+    INFO("n " << sh.n << " k " << sh.k << " rows " << sh.rows);
+    std::vector<uint16_t> wb(size_t(sh.n) * sh.k);
+    for (auto& v : wb) v = bf16_rn(nd(rng) * 0.05f);
+    // Ties: the same large weight row at three outputs far apart (in different blocks where there are
+    // several), so each row's maximum is tied three ways and the lowest of the three ids must win.
+    const int a = sh.n / 3 + 1, b = sh.n - 1, c = sh.n / 7;
+    for (int i = 0; i < sh.k; ++i) {
+      const uint16_t v = bf16_rn(std::fabs(nd(rng)) + 1.0f);
+      wb[size_t(a) * sh.k + i] = wb[size_t(b) * sh.k + i] = wb[size_t(c) * sh.k + i] = v;
+    }
+    std::vector<float> x(size_t(sh.rows) * sh.k), nw(sh.k);
+    for (float& v : x) v = std::fabs(nd(rng));
+    for (float& v : nw) v = 1.0f + 0.02f * nd(rng);
+    std::vector<int> x_rows(sh.rows);
+    for (int r = 0; r < sh.rows; ++r) x_rows[size_t(r)] = (r + 1) % sh.rows;
+    DeviceBuffer dw = upload(wb), dx = upload(x), dn = upload(nw), dxr = upload(x_rows);
+    DeviceBuffer y(size_t(sh.rows) * sh.n * 4, "logits"), pv(size_t(sh.rows) * 1024 * 4, "pick values"),
+        pi(size_t(sh.rows) * 1024 * 4, "pick ids");
+    Dev<int> from_parts(sh.rows), from_logits(sh.rows);
+    GemvParams g;
+    g.w = dw.get();
+    g.n = sh.n;
+    g.k = sh.k;
+    g.x = dx.get<float>();
+    g.rows = sh.rows;
+    g.x_rows = dxr.get<int>();
+    g.norm = dn.get<float>();
+    g.eps = 1e-5f;
+    g.ep = GemvEpilogue::Store;
+    g.y = y.get<float>();
+    g.pick_value = pv.get<float>();
+    g.pick_index = pi.get<int>();
+    const int parts = gemv_blocks(g);
+    REQUIRE(parts >= 1);
+    REQUIRE(parts <= 1024);
+    launch_gemv(g, st);
+    launch_argmax_parts(pv.get<float>(), pi.get<int>(), parts, sh.rows, from_parts.p, st);
+    launch_argmax(y.get<float>(), sh.rows, sh.n, from_logits.p, st);
+    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+    const std::vector<int> p1 = from_parts.get(), p2 = from_logits.get();
+    CHECK(p1 == p2);
+    for (int r = 0; r < sh.rows; ++r) CHECK(p1[size_t(r)] == std::min({a, b, c}));
+  }
+  GemvParams bad;
+  bad.k = 256;
+  bad.n = 8;
+  bad.ep = GemvEpilogue::Residual;
+  float* fake = reinterpret_cast<float*>(16);
+  bad.pick_value = fake;
+  bad.pick_index = reinterpret_cast<int*>(16);
   CHECK_THROWS_AS(launch_gemv(bad, st), Error);
   cudaStreamDestroy(st);
 }
