@@ -5,24 +5,21 @@
 # 0 or 1, alternated at 1B, 8B and strata-tiny; the build before them (.devcarry/old.txz, 8613fe0) once a round.
 $S $B info
 mkdir -p .devcarry/old && tar xJf .devcarry/old.txz -C .devcarry/old
-[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
-[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
-one() {  # label binary model flags...
-  local label=$1 b=$2 m=$3; shift 3
-  LD_LIBRARY_PATH=$B/lib timeout 150 "$b" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-    grep -E "^decode" | sed "s#^#[$label] #" | tee -a "$OUT/ab_prewait.log"
-}
+AB_LOG=ab_prewait.log
+. tools/bench/plans/lib.sh
+models_ready 1b 8b
 for r in 1 2 3; do
   for m in /tmp/llama-1b /tmp/llama-8b; do
     [ "$m" = /tmp/llama-8b ] && [ $r = 3 ] && continue
-    one "${m#/tmp/llama-} old r$r" .devcarry/old/strata_bench_cuda $m --batch 1
+    BENCH=.devcarry/old/strata_bench_cuda one "${m#/tmp/llama-} old r$r" $m --batch 1
     for v in "0 0" "1 0" "0 1" "1 1"; do
       set -- $v
-      STRATA_ATTN_KV_PREWAIT=$1 STRATA_MERGE_EARLY=$2 one "${m#/tmp/llama-} prewait=$1 merge_early=$2 r$r" "$B/strata_bench_cuda" $m --batch 1
+      STRATA_ATTN_KV_PREWAIT=$1 STRATA_MERGE_EARLY=$2 one "${m#/tmp/llama-} prewait=$1 merge_early=$2 r$r" $m --batch 1
     done
   done
 done
 for v in "0 0" "1 0" "0 1" "1 1"; do
   set -- $v
-  STRATA_ATTN_KV_PREWAIT=$1 STRATA_MERGE_EARLY=$2 one "tiny prewait=$1 merge_early=$2" "$B/strata_bench_cuda" models/strata-tiny --batch 1,5,8 --gemm-min-rows 17
+  STRATA_ATTN_KV_PREWAIT=$1 STRATA_MERGE_EARLY=$2 one "tiny prewait=$1 merge_early=$2" models/strata-tiny --batch 1,5,8 \
+    --gemm-min-rows 17
 done

@@ -9,21 +9,19 @@ $S $B info
 TEST_FILTER="*attention*" $S $B test
 TEST_FILTER="a verify window of T = 1..16 rows*" $S $B test
 mkdir -p .devcarry/old && tar xJf .devcarry/old.txz -C .devcarry/old && ln -sfn ../bin/lib .devcarry/old/lib
-ab() {  # model label flags...
-  local m=$1 label=$2; shift 2
-  for b in .devcarry/old/strata_bench_cuda "$B/strata_bench_cuda"; do
-    echo "--- $label $b"
-    LD_LIBRARY_PATH=$B/lib timeout 150 "$b" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-      grep -E "^decode" | sed "s#^#[$label ${b%%/strata_bench_cuda}] #" | tee -a "$OUT/${AB_LOG:-ab_trigger.log}"
-  done
+AB_LOG=${AB_LOG:-ab_trigger.log}
+. tools/bench/plans/lib.sh
+ab() {  # model label flags...: the build before, then this one
+  local m=$1 label=$2 b; shift 2
+  for b in .devcarry/old "$B"; do echo "--- $label $b"; BENCH=$b/strata_bench_cuda one "$label $b" "$m" "$@"; done
 }
 for r in 1 2; do
   ab models/strata-tiny "tiny spec-path r$r" --batch 1,5,8 --gemm-min-rows 17
   ab models/strata-tiny "tiny default r$r" --batch 1
 done
-[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
+models_ready 1b
 for r in 1 2 3; do ab /tmp/llama-1b "1b r$r" --batch 1; done
-[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
+models_ready 8b
 for r in 1 2; do ab /tmp/llama-8b "8b r$r" --batch 1; done
 $S $B trace1b trace8b
 TRACE_BATCH=1,5 $S $B tracetiny

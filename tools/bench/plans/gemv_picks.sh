@@ -3,16 +3,12 @@
 # it; STRATA_GEMV_PICKS=0 (the pass over the logits) and 1 alternated on this build. The new bit test, the
 # fused GEMV's and the verify-window tests first, decode at 1B / 8B / strata-tiny, the whole suite last.
 $S $B info
+AB_LOG=ab_picks.log
+. tools/bench/plans/lib.sh
 TEST_FILTER="the fused GEMV*" $S $B test
 TEST_FILTER="the device argmax*" $S $B test
 TEST_FILTER="a verify window of T = 1..16 rows*" $S $B test
-[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
-[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
-one() {  # label model flags...
-  local label=$1 m=$2; shift 2
-  LD_LIBRARY_PATH=$B/lib timeout 150 "$B/strata_bench_cuda" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-    grep -E "^decode" | sed "s#^#[$label] #" | tee -a "$OUT/ab_picks.log"
-}
+models_ready 1b 8b
 for r in 1 2 3; do
   for v in 0 1; do STRATA_GEMV_PICKS=$v one "1b picks=$v r$r" /tmp/llama-1b --batch 1; done
   for v in 0 1; do STRATA_GEMV_PICKS=$v one "tiny picks=$v r$r" models/strata-tiny --batch 1; done

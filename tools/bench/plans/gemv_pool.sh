@@ -5,15 +5,11 @@
 # on one binary. The fused GEMV's bit tests (with and without a pool) and the verify-window test first, decode
 # at 1B, 8B and strata-tiny, the 8B timeline with the default, the whole suite last.
 $S $B info
+AB_LOG=ab_pool.log
+. tools/bench/plans/lib.sh
 TEST_FILTER="the fused GEMV*" $S $B test
 TEST_FILTER="a verify window of T = 1..16 rows*" $S $B test
-[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
-[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
-one() {  # label model flags...
-  local label=$1 m=$2; shift 2
-  LD_LIBRARY_PATH=$B/lib timeout 150 "$B/strata_bench_cuda" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-    grep -E "^decode" | sed "s#^#[$label] #" | tee -a "$OUT/ab_pool.log"
-}
+models_ready 1b 8b
 for r in 1 2; do
   for v in 0 30 50; do STRATA_GEMV_POOL=$v one "1b pool=$v r$r" /tmp/llama-1b --batch 1; done
   for v in 0 30 50; do STRATA_GEMV_POOL=$v one "8b pool=$v r$r" /tmp/llama-8b --batch 1; done

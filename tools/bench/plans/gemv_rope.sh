@@ -5,15 +5,11 @@
 # Its bit test and the verify-window test first, decode at 1B / strata-tiny / 8B, the 1B timeline, spec1 with
 # the default and with 2, the whole suite last.
 $S $B info
+AB_LOG=ab_rope.log
+. tools/bench/plans/lib.sh
 TEST_FILTER="the fused GEMV*" $S $B test
 TEST_FILTER="a verify window of T = 1..16 rows*" $S $B test
-[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
-[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
-one() {  # label model flags...
-  local label=$1 m=$2; shift 2
-  LD_LIBRARY_PATH=$B/lib timeout 150 "$B/strata_bench_cuda" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-    grep -E "^decode" | sed "s#^#[$label] #" | tee -a "$OUT/ab_rope.log"
-}
+models_ready 1b 8b
 for r in 1 2 3; do
   for v in 0 1; do STRATA_GEMV_ROPE=$v one "1b rope=$v r$r" /tmp/llama-1b --batch 1; done
   for v in 0 2; do STRATA_GEMV_ROPE=$v one "tiny rope=$v r$r" models/strata-tiny --batch 1; done

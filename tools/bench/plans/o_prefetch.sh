@@ -3,13 +3,9 @@
 # that follows the merge finds them there; that build's (not committed: it lost) STRATA_O_PREFETCH_KB = 0 (off)
 # / 8192 / 32768 alternated on one binary, decode at 1B and 8B (the o matrix: 8 MB at 1B, 32 MB at 8B).
 $S $B info
-[ -f /tmp/llama-1b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 1b --out /tmp/llama-1b >/dev/null
-[ -f /tmp/llama-8b/config.json ] || python3 tools/bench/random_llama_gpu.py --shape 8b --out /tmp/llama-8b >/dev/null
-one() {  # label model flags...
-  local label=$1 m=$2; shift 2
-  LD_LIBRARY_PATH=$B/lib timeout 150 "$B/strata_bench_cuda" --model "$m" --prompt 256 --tokens 256 --prefill 16 "$@" 2>&1 |
-    grep -E "^decode" | sed "s#^#[$label] #" | tee -a "$OUT/ab_oprefetch.log"
-}
+AB_LOG=ab_oprefetch.log
+. tools/bench/plans/lib.sh
+models_ready 1b 8b
 for r in 1 2; do
   for v in 0 8192 32768; do STRATA_O_PREFETCH_KB=$v one "1b kb=$v r$r" /tmp/llama-1b --batch 1; done
   for v in 0 8192 32768; do STRATA_O_PREFETCH_KB=$v one "8b kb=$v r$r" /tmp/llama-8b --batch 1; done

@@ -1,0 +1,15 @@
+# Sourced by the A/B plans: the random 1B / 8B checkpoints (made once a machine), and one decode run.
+# models_ready SHAPE...: /tmp/llama-SHAPE from tools/bench/random_llama_gpu.py unless it is there.
+models_ready() {
+  local s
+  for s in "$@"; do
+    [ -f /tmp/llama-$s/config.json ] || python3 tools/bench/random_llama_gpu.py --shape "$s" --out /tmp/llama-$s >/dev/null
+  done
+}
+# one LABEL MODEL FLAGS...: a strata_bench_cuda decode run ($BENCH, default $B's) whose decode lines, tagged
+# [LABEL], go to the screen and to $OUT/$AB_LOG.
+one() {
+  local label=$1 m=$2; shift 2
+  LD_LIBRARY_PATH=$B/lib timeout 150 "${BENCH:-$B/strata_bench_cuda}" --model "$m" --prompt 256 --tokens 256 \
+    --prefill 16 "$@" 2>&1 | grep -E "^decode" | sed "s#^#[$label] #" | tee -a "$OUT/$AB_LOG"
+}
