@@ -329,23 +329,35 @@ int block_rows(int n, int k, int rows) {
   return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
 }
 
+// A launch's layout: 32 x 4 for one-row blocks without the input norm where that fills as many SMs (it keeps a
+// thread's registers under 64), else 16 x 8 (blocks of several rows take 16 x 8); its blocks a row group and
+// tasks a warp.
+struct Layout {
+  bool wide;
+  int blocks, tpw;
+};
+Layout layout_for(int n, int rows_per_block, bool norm) {
+  int tpw_narrow = 0, tpw_wide = 0;
+  const int narrow = plan_blocks(n, 16, &tpw_narrow), wide = plan_blocks(n, 32, &tpw_wide);
+  if (rows_per_block == 1 && !norm && wide >= narrow) return {true, wide, tpw_wide};
+  return {false, narrow, tpw_narrow};
+}
+
 template <int NR, GemvEpilogue EP, bool NORM, int RT>
 void launch_rt(GemvParams p, cudaStream_t stream) {
   const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
   const int row_groups = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
-  int tpw_narrow = 0, tpw_wide = 0;
-  const int narrow = plan_blocks(p.n, 16, &tpw_narrow), wide = plan_blocks(p.n, 32, &tpw_wide);
-  // 32 x 4 keeps a one-row block's registers under 64 a thread; blocks of several rows take 16 x 8.
+  const Layout L = layout_for(p.n, p.rows_per_block, NORM);
   if constexpr (RT == 1 && !NORM) {
-    if (wide >= narrow) {
-      launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(wide, row_groups), dim3(32 * 32), smem, stream, p,
-                    tpw_wide);
+    if (L.wide) {
+      launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(L.blocks, row_groups), dim3(32 * 32), smem, stream, p,
+                    L.tpw);
       STRATA_CUDA_CHECK_LAUNCH();
       return;
     }
   }
-  launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, dim3(narrow, row_groups), dim3(16 * 32), smem, stream, p,
-                tpw_narrow);
+  launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, dim3(L.blocks, row_groups), dim3(16 * 32), smem, stream, p,
+                L.tpw);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -393,10 +405,7 @@ void configure_gemv() {
 }
 
 int gemv_blocks(const GemvParams& p) {
-  int tpw = 0;
-  const int narrow = plan_blocks(p.n, 16, &tpw), wide = plan_blocks(p.n, 32, &tpw);
-  // launch_rt's choice: 32 x 4 only for one-row blocks without the input norm, where it fills as many SMs.
-  return block_rows(p.n, p.k, p.rows) == 1 && !p.norm && wide >= narrow ? wide : narrow;
+  return layout_for(p.n, block_rows(p.n, p.k, p.rows), p.norm != nullptr).blocks;  // as launch_one, launch_rt
 }
 
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
