@@ -126,6 +126,7 @@ struct CudaBackend::Impl {
       cuda::configure_attention(cfg.head_dim);
       cuda::configure_flash_attention(cfg.head_dim);
       cuda::configure_gemv();
+      cuda::configure_matvec();
       report_memory();
       if (opts.warm_up_decode) warm_up_decode();
     } catch (...) {
@@ -357,6 +358,11 @@ struct CudaBackend::Impl {
     // (docs/PERFORMANCE.md, run 61). STRATA_SKINNY_FOLD=0|1 overrides that for the benchmarks' comparisons.
     const int widest = std::max({q_dim() + 2 * kv_dim(), cfg.hidden_size, cfg.intermediate_size});
     fwd.skinny_fold = cuda::env_int("STRATA_SKINNY_FOLD", 0, 1, (widest + 15) / 16 <= sm_count ? 1 : 0) != 0;
+    // On those windows the QKV projection also carries the RoPE step, and the embedding and the LM head take
+    // the first and final norms (same matmul sums; docs/PERFORMANCE.md run 96). STRATA_SKINNY_ROPE=0 and
+    // STRATA_SKINNY_EDGE_FOLD=0 keep the separate launches, for comparisons.
+    fwd.skinny_rope = cuda::env_int("STRATA_SKINNY_ROPE", 0, 1, 1) != 0;
+    fwd.skinny_edge_fold = cuda::env_int("STRATA_SKINNY_EDGE_FOLD", 0, 1, 1) != 0;
   }
 
   // The block tables of the window's slots, host mirror to device on the backend's stream (ordered before the

@@ -116,10 +116,20 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     return f;
   };
 
-  launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
-  if (!gemv)
+  // On the skinny kernel's folded windows the embedding gives the first norm's folded input (xn and the sums
+  // of squares), and the last residual add the final norm's, which the LM head reads for its output rows: two
+  // launches less a window (skinny_edge_fold).
+  const bool edge_fold = fold && ctx.skinny_edge_fold && w.embed.type == WType::BF16 && H % 16 == 0;
+  if (edge_fold)
+    launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream, w.layers[0].attn_norm, ws.xn, ws.ss);
+  else
+    launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
+  if (!gemv && !edge_fold)
     launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, xn, in16,
                        stream);
+  // The skinny kernel's QKV projection carries the RoPE step on folded windows (the same bits as the two
+  // launches).
+  const bool skinny_rope = fold && ctx.skinny_rope && matvec_qkv_rope_supports(w.type, q_dim + 2 * kv_dim, HD);
 
   QkvRopeParams qp;
   qp.n_heads = c.num_heads;
@@ -163,6 +173,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   static const bool rope_gemv_on = env_int("STRATA_GEMV_ROPE", 0, 1, 1) != 0;
   // STRATA_GEMV_PICKS=0: the greedy picks by a pass over the logits after the fused LM head (measurement switch).
   static const bool gemv_picks_on = env_int("STRATA_GEMV_PICKS", 0, 1, 1) != 0;
+  // STRATA_SKINNY_HEAD_TILES (1, 2, 4): the folded skinny LM head's 16-output tiles a block (same bits).
+  static const int skinny_head_tiles = env_int("STRATA_SKINNY_HEAD_TILES", 1, 4, 4);
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
     KvLayout kv = ctx.kv;
@@ -181,14 +193,17 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       fused(Ly.wqkv, Ly.wqkv.rows / 2, ws.x, Ly.attn_norm, GemvEpilogue::Rope, nullptr, ws.qkv, -1, nullptr, &qp);
     else if (gemv)
       fused(Ly.wqkv, Ly.wqkv.rows, ws.x, Ly.attn_norm, GemvEpilogue::Store, nullptr, ws.qkv);
-    else if (fold && l > 0)
+    else if (skinny_rope)
+      launch_matvec_qkv_rope(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, qp, stream,
+                             l > 0 || edge_fold ? normed : MatvecFold{});
+    else if (fold && (l > 0 || edge_fold))
       launch_matvec(Ly.wqkv.ptr, Ly.wqkv.type, Ly.wqkv.rows, H, ws.xn, T, ws.qkv, stream, normed);
     else
       matmul(Ly.wqkv, ws.xn, ws.qkv);
     if (row_attention) {
       launch_attention_row(ws.qkv, qp, ap, ws.attn_counters, stream);
     } else {
-      if (!rope_in_gemv) launch_qkv_rope(ws.qkv, T, qp, stream);
+      if (!rope_in_gemv && !skinny_rope) launch_qkv_rope(ws.qkv, T, qp, stream);
       if (flash)  // prompt windows (tolerance path): tensor cores
         launch_flash_attention(ap, stream);
       else if (tc) {
@@ -209,7 +224,9 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     if (fold) {
       launch_matvec(Ly.wo.ptr, Ly.wo.type, H, Ly.wo.cols, ws.att, T, ws.x, stream, residual(Ly.bo, Ly.mlp_norm));
       launch_matvec_swiglu(Ly.wgu.ptr, Ly.wgu.type, FF, H, ws.xn, T, ws.act, stream, normed);
-      const float* next = l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : nullptr;
+      const float* next = l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm
+                          : edge_fold && R > 0  ? w.final_norm
+                                                : nullptr;
       launch_matvec(Ly.wdown.ptr, Ly.wdown.type, H, FF, ws.act, T, ws.x, stream, residual(nullptr, next));
       continue;
     }
@@ -250,6 +267,14 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // Only rows that need an answer pay for the vocabulary projection. Windows on the skinny path keep it there
   // (a row's logits never depend on R); a window on the GEMM path with gemm_min_rows+ output rows (a large decode
   // batch) gives it to cuBLAS too, which reads the 0.25-1 GB matrix once for all of them.
+  if (edge_fold) {  // the output rows of the last residual add's folded final norm
+    MatvecFold head = normed;
+    head.x_rows = out_rows;
+    head.out_tiles = skinny_head_tiles;
+    launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.xn, R, ws.logits, stream, head);
+    answer_rows();
+    return;
+  }
   const bool gemm_head = use_gemm && R >= ctx.gemm_min_rows;
   const Bf16Out fin16{gemm_head && want16 ? ws.in16 : nullptr, gemm_head && split};
   launch_add_rmsnorm(ws.x, fold ? nullptr : ws.tmp, rem(ws.tmp, H), nullptr, w.final_norm, out_rows, R, H, eps, false,

@@ -56,6 +56,9 @@ struct ForwardContext {
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)
+  bool skinny_rope = true;           // and with skinny_fold, the QKV projection carries the RoPE step
+  bool skinny_edge_fold = true;      // and with skinny_fold, the embedding and the LM head fold the first and
+                                     // final norms
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

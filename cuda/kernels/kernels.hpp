@@ -16,9 +16,11 @@ namespace cuda {
 enum class WType { BF16, F32 };
 inline size_t wtype_bytes(WType t) { return t == WType::BF16 ? 2 : 4; }
 
-// x[r][:] = table[tokens[r]][:] widened to fp32.
+// x[r][:] = table[tokens[r]][:] widened to fp32. With norm (bf16 tables, hidden a multiple of 16): also the
+// first norm's folded input for the skinny kernel (MatvecFold::ss_in), xn[r][i] = norm[i] * x[r][i] and
+// ss[r][p] = the sum of squares of x[r][16 p .. 16 p + 16).
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
-                      cudaStream_t stream);
+                      cudaStream_t stream, const float* norm = nullptr, float* xn = nullptr, float* ss = nullptr);
 
 // A chained window's metadata (run_chain): meta = the `words` staged words, its first n (the rows' tokens)
 // replaced by the previous window's picks, which are also kept in kept[0, n).
@@ -177,6 +179,11 @@ struct MatvecFold {
   float* ss_out = nullptr;           // [rows][ceil(n / 16)]: the residual epilogue when set
   const float* next_norm = nullptr;  // [n], with xn_out
   float* xn_out = nullptr;           // [rows][n]
+  const int* x_rows = nullptr;       // [rows] device indices of the input rows (of x and ss_in), or null: bf16
+                                     // weights without the residual epilogue only
+  int out_tiles = 1;                 // 16-output tiles a block of windows of up to 8 rows takes without the
+                                     // residual epilogue (1, 2 or 4): fewer, wider blocks for long matrices,
+                                     // the same sums (a row's bits do not depend on it)
 };
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
                    const MatvecFold& fold = {});
@@ -186,6 +193,15 @@ void launch_matvec(const void* w, WType t, int n, int k, const float* x, int row
 // a normed input only; gate and up are each scaled before the SwiGLU).
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
                           cudaStream_t stream, const MatvecFold& fold = {});
+// The QKV projection on the skinny kernel with the RoPE step in its epilogue: launch_matvec of the stacked
+// q | k | v matrix (n rows, into qkv) followed by launch_qkv_rope, in one kernel and with their bits. A block
+// computes one head of up to 8 rows. fold: a normed input (ss_in) only. matvec_qkv_rope_supports says which
+// matrices (bf16, head_dim 64 or 128); configure_matvec raises the kernel's shared-memory limit (once, before
+// any capture).
+bool matvec_qkv_rope_supports(WType t, int n, int head_dim);
+void configure_matvec();
+void launch_matvec_qkv_rope(const void* w, WType t, int n, int k, const float* x, int rows, float* qkv,
+                            const QkvRopeParams& p, cudaStream_t stream, const MatvecFold& fold = {});
 
 // The fused matmul of windows of a few rows (gemv.cu; forward.cpp says which windows come here): y = W x for
 // each of `rows` fp32 activation rows x of k floats and bf16 weights W [n][k] (Swiglu: [2 n][k], the gate rows

@@ -25,6 +25,7 @@
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
+#include "cuda/kernels/qkv_rope.cuh"
 
 namespace strata {
 namespace cuda {
@@ -59,6 +60,54 @@ struct MatvecSmem {
   float fold_rows[16][kRows];
 };
 
+// Rope: a block's head of each of its 8 rows in shared memory for the RoPE step, and the rows' 1 / rms.
+template <int MT>
+struct RopeHeads {
+  float v[8][16 * MT];
+  float inv[8];
+};
+
+// The RoPE step in the QKV projection's epilogue (launch_matvec_qkv_rope): the block's 16 MT outputs are one
+// head (j0 = its first row of q | k | v) of up to 8 window rows. Each sum is formed as the Store epilogue
+// forms it (warp sums in order, times the row's 1 / rms with a folded norm) and the bias added as
+// qkv_rope.cuh's prepare_heads adds it; the head's norm and rotation are norm_rotate_heads, and q goes back
+// into the qkv rows, k and v into the row's KV cell: launch_matvec then launch_qkv_rope, to the bit.
+template <int KW, int MT, bool Norm>
+__device__ __forceinline__ void rope_epilogue(const float (&red)[KW][MT * 4][32], const float* inv_rms,
+                                              const QkvRopeParams& p, RopeHeads<MT>& hs, float* qkv, int n, int rows,
+                                              int r0, int j0) {
+  constexpr int HD = 16 * MT;
+  const int nr = min(8, rows - r0);
+  for (int v = threadIdx.x; v < MT * 4 * 32; v += KW * 32) {
+    const int ln = v & 31, e = (v >> 5) & 3, m = v >> 7;
+    const int d = 16 * m + (ln >> 2) + 8 * (e >> 1), rr = 2 * (ln & 3) + (e & 1);
+    float s = red[0][m * 4 + e][ln];
+#pragma unroll
+    for (int wi = 1; wi < KW; ++wi) s = __fadd_rn(s, red[wi][m * 4 + e][ln]);
+    if (Norm) s = __fmul_rn(s, inv_rms[rr]);
+    hs.v[rr][d] = p.bias ? __fadd_rn(s, p.bias[j0 + d]) : s;
+  }
+  __syncthreads();
+  const int head = j0 / HD;
+  const bool is_q = head < p.n_heads, is_k = !is_q && head < p.n_heads + p.n_kv_heads;
+  const int half = HD / 2;
+  norm_rotate_heads(nr, is_q ? p.q_norm : is_k ? p.k_norm : nullptr, p.eps, is_q || is_k,
+                    [&](int t) {
+                      const size_t at = size_t(p.pos[r0 + t]) * size_t(half);
+                      return CosSin{p.cos + at, p.sin + at};
+                    },
+                    HD, &hs.v[0][0], HD, hs.inv, int(threadIdx.x), KW * 32, [] { __syncthreads(); });
+  for (int e = threadIdx.x; e < nr * HD; e += KW * 32) {
+    const int t = e / HD, d = e - t * HD, r = r0 + t;
+    if (is_q) {
+      qkv[size_t(r) * n + j0 + d] = hs.v[t][d];
+    } else {
+      const size_t at = kv_head_at(p, head, p.slot[r], p.pos[r]) + size_t(d);
+      store_kv(p.kv, is_k ? p.kv.k : p.kv.v, at, hs.v[t][d]);
+    }
+  }
+}
+
 // Fragment layout (PTX m16n8k16): lane = 4 g + t. The inner dimension is permuted inside each chunk of 32 so
 // that every lane loads 8 consecutive elements (16 bytes) of a weight row and of an activation row: lane (g, t)
 // holds physical k = 8t .. 8t + 7 of weight rows g and g + 8 and of activation row (column) g; the mma's
@@ -73,11 +122,12 @@ struct MatvecSmem {
 //
 // Block (bx, by) of mma_matvec_kernel's grid, which has out_parts (ceil(n / outputs a block)) blocks in y: row
 // tile bx, output tile by. A block past the outputs returns after pdl_wait().
-template <int KW, int MT, int NT, int U, bool Swiglu, bool Norm>
+template <int KW, int MT, int NT, int U, bool Swiglu, bool Norm, bool Rope = false>
 __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict__ w, int n, int k,
                                                  const float* __restrict__ x, int rows, float* __restrict__ y,
                                                  const MatvecFold& fold, int bx, int by, int out_parts,
-                                                 MatvecSmem<KW, MT, NT, Norm>& sm) {
+                                                 MatvecSmem<KW, MT, NT, Norm>& sm, const QkvRopeParams* rp = nullptr,
+                                                 RopeHeads<MT>* heads = nullptr) {
   auto& red = sm.red;
   constexpr int kRows = 8 * NT;
   constexpr int kSsCap = MatvecSmem<KW, MT, NT, Norm>::kSsCap;
@@ -124,13 +174,15 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
   // over the main loop), each word copied by the thread that reads it, so no barrier is added: Norm's partial
   // sums of squares (warp w copies and later adds those of rows w, w + KW, ..., when they fit), the
   // residual's y tile (in the final loop's layout, below).
+  // Input row r of the window is x_rows[r] of x (and of ss_in) when the caller gathers rows.
+  auto src = [&](int r) -> size_t { return size_t(fold.x_rows ? fold.x_rows[r] : r); };
   const int parts = (k + 15) / 16;
   const bool ss_staged = Norm && kRows * parts <= kSsCap;
   if (ss_staged)
     for (int i = warp; i < kRows; i += KW)
       if (r0 + i < rows)
         for (int p = lane; p < parts; p += 32)
-          attn::cp_async4(&fold_ss[i * parts + p], fold.ss_in + size_t(r0 + i) * parts + p);
+          attn::cp_async4(&fold_ss[i * parts + p], fold.ss_in + src(r0 + i) * parts + p);
   constexpr int kPairs = NT * 64;  // residual: (q, e & 1, lane) pairs of outputs j, j + 8 of one row
   if (!Swiglu && fold.ss_out)
     for (int u = threadIdx.x; u < kPairs; u += KW * 32) {
@@ -149,7 +201,7 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
   for (int q = 0; q < NT; ++q) {
     const int r = r0 + 8 * q + g;
     lx[q] = r < rows;
-    xr[q] = x + size_t(lx[q] ? r : 0) * k + 8 * t;
+    xr[q] = x + (lx[q] ? src(r) : 0) * k + 8 * t;
   }
 
   float acc[MT][NT][4];
@@ -200,7 +252,7 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
       float ss = 0.0f;
       if (r < rows)
         for (int p = lane; p < parts; p += 32)
-          ss = __fadd_rn(ss, ss_staged ? fold_ss[i * parts + p] : fold.ss_in[size_t(r) * parts + p]);
+          ss = __fadd_rn(ss, ss_staged ? fold_ss[i * parts + p] : fold.ss_in[src(r) * parts + p]);
       ss = warp_sum(ss);
       if (lane == 0) fold_rows[0][i] = rms_inv(ss, k, fold.eps);
     }
@@ -212,6 +264,10 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
 #pragma unroll
       for (int e = 0; e < 4; ++e) red[warp][(m * NT + q) * 4 + e][lane] = acc[m][q][e];
   __syncthreads();
+  if constexpr (Rope) {
+    rope_epilogue<KW, MT, Norm>(red, fold_rows[0], *rp, *heads, y, n, rows, r0, j0);
+    return;
+  }
   // The residual: y = y + (s + bias), rounded as launch_add_rmsnorm adds; a thread takes outputs j and j + 8 of
   // one row (value ((q * 4 + e) * 32 + lane) below, e and e + 2), so the row's sum of squares over the block's
   // 16 outputs is its two squares, then a butterfly over the lanes of the row's 8 output pairs: at
@@ -287,6 +343,45 @@ void launch_mma(const void* w, int n, int k, const float* x, int rows, float* y,
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
+// The QKV projection with the RoPE step (launch_matvec_qkv_rope): a block is one head (MT = head_dim / 16
+// output tiles) of 8 rows, its shared memory the matvec block's and the head's staging (dynamic: over the
+// static 48 KB). The warps split k as launch_bf16 splits it for this matrix (KW 16), and each output's sum
+// takes its chunks in the same order whatever MT and U are, so the sums are launch_matvec's.
+template <int KW, int MT, bool Norm>
+struct RopeBlockSmem {
+  MatvecSmem<KW, MT, 1, Norm> mv;
+  RopeHeads<MT> heads;
+};
+
+template <int KW, int MT, bool Norm>
+__global__ void __launch_bounds__(KW * 32) mma_qkv_rope_kernel(const __nv_bfloat16* __restrict__ w, int n, int k,
+                                                               const float* __restrict__ x, int rows,
+                                                               float* __restrict__ qkv, MatvecFold fold,
+                                                               QkvRopeParams p) {
+  extern __shared__ __align__(16) unsigned char rope_smem[];
+  auto& sm = *reinterpret_cast<RopeBlockSmem<KW, MT, Norm>*>(rope_smem);
+  mma_matvec_block<KW, MT, 1, 8 / MT, false, Norm, true>(w, n, k, x, rows, qkv, fold, blockIdx.x, blockIdx.y,
+                                                          gridDim.y, sm.mv, &p, &sm.heads);
+}
+
+constexpr int kRopeKw = 16;
+
+template <int MT, bool Norm>
+void launch_qkv_rope_mt(const void* w, int n, int k, const float* x, int rows, float* qkv, const MatvecFold& f,
+                        const QkvRopeParams& p, cudaStream_t stream) {
+  const dim3 grid((rows + 7) / 8, n / (16 * MT));
+  launch_kernel(mma_qkv_rope_kernel<kRopeKw, MT, Norm>, grid, kRopeKw * 32, sizeof(RopeBlockSmem<kRopeKw, MT, Norm>),
+                stream, static_cast<const __nv_bfloat16*>(w), n, k, x, rows, qkv, f, p);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
+
+template <int MT, bool Norm>
+void configure_qkv_rope_mt() {
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(mma_qkv_rope_kernel<kRopeKw, MT, Norm>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(sizeof(RopeBlockSmem<kRopeKw, MT, Norm>))));
+}
+
 // Column tiles only decide how many rows share one pass over the weights; a row's arithmetic is the same in
 // all of them. Larger windows run blocks of 8 NT rows side by side (grid x, the fastest-varying index), so the
 // weights come from L2 for all but the first of them. Only windows of more than 16 rows (batch-invariant mode,
@@ -295,6 +390,10 @@ template <int KW, bool Swiglu>
 void launch_bf16_kw(const void* w, int n, int k, const float* x, int rows, float* y, const MatvecFold& f,
                     cudaStream_t stream) {
   constexpr int MT = Swiglu ? 2 : 1;
+  if constexpr (!Swiglu) {  // wider blocks on request (MatvecFold::out_tiles): the same sums, fewer blocks
+    if (rows <= 8 && !f.ss_out && f.out_tiles == 4) return launch_mma<KW, 4, 1, 2, false>(w, n, k, x, rows, y, f, stream);
+    if (rows <= 8 && !f.ss_out && f.out_tiles == 2) return launch_mma<KW, 2, 1, 4, false>(w, n, k, x, rows, y, f, stream);
+  }
   if (rows <= 8) return launch_mma<KW, MT, 1, 8 / MT, Swiglu>(w, n, k, x, rows, y, f, stream);
   if constexpr (KW > 8 || Swiglu) {  // more column tiles would spill registers (or take one block per SM)
     return launch_mma<KW, MT, 2, 8 / MT, Swiglu>(w, n, k, x, rows, y, f, stream);
@@ -412,6 +511,9 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
   if (!f.ss_out && (f.xn_out || f.next_norm)) throw Error("cuda matvec: xn_out belongs to the residual epilogue");
   if (!f.xn_out != !f.next_norm) throw Error("cuda matvec: xn_out and next_norm go together");
   if (Swiglu && f.ss_out) throw Error("cuda matvec: the SwiGLU form has no residual epilogue");
+  if (f.out_tiles != 1 && f.out_tiles != 2 && f.out_tiles != 4)
+    throw Error("cuda matvec: out_tiles must be 1, 2 or 4, found " + std::to_string(f.out_tiles));
+  if (f.x_rows && (t != WType::BF16 || f.ss_out)) throw Error("cuda matvec: gathered input rows need bf16 weights and no residual epilogue");
   if (f.ss_in && f.ss_out) throw Error("cuda matvec: a folded norm and a residual epilogue in one launch");
   if (t == WType::BF16)
     launch_bf16<Swiglu>(w, n, k, x, rows, y, f, stream);
@@ -424,6 +526,38 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
                    const MatvecFold& fold) {
   launch_checked<false>(w, t, n, k, x, rows, y, fold, stream);
+}
+
+bool matvec_qkv_rope_supports(WType t, int n, int head_dim) {
+  return t == WType::BF16 && (head_dim == 64 || head_dim == 128) && n % head_dim == 0 && n < kw16_below();
+}
+
+void configure_matvec() {
+  configure_qkv_rope_mt<4, false>();
+  configure_qkv_rope_mt<4, true>();
+  configure_qkv_rope_mt<8, false>();
+  configure_qkv_rope_mt<8, true>();
+}
+
+void launch_matvec_qkv_rope(const void* w, WType t, int n, int k, const float* x, int rows, float* qkv,
+                            const QkvRopeParams& p, cudaStream_t stream, const MatvecFold& fold) {
+  if (rows <= 0) return;
+  check_qkv_rope(p);
+  if (!matvec_qkv_rope_supports(t, n, p.head_dim))
+    throw Error("cuda matvec: the QKV projection with RoPE needs bf16 weights, head_dim 64 or 128 and fewer than " +
+                std::to_string(kw16_below()) + " rows");
+  if (n != (p.n_heads + 2 * p.n_kv_heads) * p.head_dim)
+    throw Error("cuda matvec: the QKV projection with RoPE needs the q | k | v rows (" + std::to_string(n) + ")");
+  if (k % 8 != 0) throw Error("cuda matvec: inner dimension " + std::to_string(k) + " is not a multiple of 8");
+  if (p.qkv_rem || fold.ss_out || fold.xn_out || fold.next_norm)
+    throw Error("cuda matvec: the QKV projection with RoPE takes no remainder rows or residual epilogue");
+  const bool norm = fold.ss_in != nullptr;
+  if (p.head_dim == 64)
+    norm ? launch_qkv_rope_mt<4, true>(w, n, k, x, rows, qkv, fold, p, stream)
+         : launch_qkv_rope_mt<4, false>(w, n, k, x, rows, qkv, fold, p, stream);
+  else
+    norm ? launch_qkv_rope_mt<8, true>(w, n, k, x, rows, qkv, fold, p, stream)
+         : launch_qkv_rope_mt<8, false>(w, n, k, x, rows, qkv, fold, p, stream);
 }
 
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,

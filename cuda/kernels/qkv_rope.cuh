@@ -23,25 +23,22 @@ __device__ __forceinline__ void rotate_pair(float a, float b, float c, float s, 
   *hi = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
 }
 
-// count heads of hd values each, consecutive from x (xr: the split GEMM's remainder products, or null; bias:
-// the heads' biases, or null); norm: the RMSNorm weight, or null; cs/sn: the row position's cos/sin table
-// rows, or null for v (no rotation). Head t's result goes to out + t * out_stride (shared memory); inv
-// (shared, count floats) is scratch. Threads tid = 0 .. nthreads - 1 call it together, sync() holding them
-// together; it ends with a sync. The heads are prepared side by side (one sync per step for all of them),
-// each exactly as a head on its own, and no value depends on nthreads (each element and each head's sum of
-// squares is one thread's, in order).
-template <class Sync>
-__device__ __forceinline__ void prepare_heads_synced(const float* x, const float* xr, const float* bias, int count,
-                                                     const float* norm, float eps, const float* cs, const float* sn,
-                                                     int hd, float* out, int out_stride, float* inv, int tid,
-                                                     int nthreads, Sync sync) {
-  for (int e = tid; e < count * hd; e += nthreads) {
-    const int t = e / hd, d = e - t * hd;
-    const float xe = __ldcg(x + e);  // through the L2 (ld.global.cg): each value is read once
-    const float v = xr ? __fadd_rn(xe, xr[e]) : xe;
-    out[t * out_stride + d] = bias ? __fadd_rn(v, bias[e]) : v;
-  }
-  sync();
+// A position's rows of the RoPE cos and sin tables.
+struct CosSin {
+  const float* c;
+  const float* s;
+};
+
+// The steps after a head's values are in shared memory: heads t = 0 .. count - 1 at out + t * out_stride,
+// RMS-normed with norm when it is set (Qwen3), then rotated when rotate is set, head t by the cos/sin table
+// rows table(t) gives (a CosSin). inv (shared, count floats) is scratch. Threads tid = 0 .. nthreads
+// - 1 call it together, sync() holding them together; it ends with a sync after each step it takes. Each
+// element and each head's sum of squares is one thread's, in order, so no value depends on nthreads or on
+// which heads share the call.
+template <class Table, class Sync>
+__device__ __forceinline__ void norm_rotate_heads(int count, const float* norm, float eps, bool rotate, Table table,
+                                                  int hd, float* out, int out_stride, float* inv, int tid,
+                                                  int nthreads, Sync sync) {
   if (norm) {
     for (int t = tid; t < count; t += nthreads) {
       const float* o = out + t * out_stride;
@@ -57,15 +54,38 @@ __device__ __forceinline__ void prepare_heads_synced(const float* x, const float
     }
     sync();
   }
-  if (cs) {
+  if (rotate) {
     const int half = hd / 2;
     for (int e = tid; e < count * half; e += nthreads) {
       const int t = e / half, i = e - t * half;
+      const auto cs_sn = table(t);
       float* o = out + t * out_stride;
-      rotate_pair(o[i], o[i + half], cs[i], sn[i], &o[i], &o[i + half]);
+      rotate_pair(o[i], o[i + half], cs_sn.c[i], cs_sn.s[i], &o[i], &o[i + half]);
     }
     sync();
   }
+}
+
+// count heads of hd values each, consecutive from x (xr: the split GEMM's remainder products, or null; bias:
+// the heads' biases, or null); norm: the RMSNorm weight, or null; cs/sn: the row position's cos/sin table
+// rows, or null for v (no rotation). Head t's result goes to out + t * out_stride (shared memory); inv
+// (shared, count floats) is scratch. Threads tid = 0 .. nthreads - 1 call it together, sync() holding them
+// together; it ends with a sync. The heads are prepared side by side (one sync per step for all of them),
+// each exactly as a head on its own (norm_rotate_heads).
+template <class Sync>
+__device__ __forceinline__ void prepare_heads_synced(const float* x, const float* xr, const float* bias, int count,
+                                                     const float* norm, float eps, const float* cs, const float* sn,
+                                                     int hd, float* out, int out_stride, float* inv, int tid,
+                                                     int nthreads, Sync sync) {
+  for (int e = tid; e < count * hd; e += nthreads) {
+    const int t = e / hd, d = e - t * hd;
+    const float xe = __ldcg(x + e);  // through the L2 (ld.global.cg): each value is read once
+    const float v = xr ? __fadd_rn(xe, xr[e]) : xe;
+    out[t * out_stride + d] = bias ? __fadd_rn(v, bias[e]) : v;
+  }
+  sync();
+  norm_rotate_heads(count, norm, eps, cs != nullptr, [&](int) { return CosSin{cs, sn}; }, hd, out, out_stride,
+                    inv, tid, nthreads, sync);
 }
 
 // prepare_heads_synced by every thread of the block.

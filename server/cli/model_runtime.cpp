@@ -89,6 +89,11 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
                          : shape.exact_verify  ? kServerGemmMinRows
                                                : 1;
     opts.fused_gemv_rows = shape.draft && !shape.batch_invariant ? kDraftFusedGemvRows : 0;
+    // STRATA_DRAFT_SKINNY=1 puts a draft model's windows on the skinny kernel instead, for comparisons.
+    if (const char* e = std::getenv("STRATA_DRAFT_SKINNY"); e && std::atoi(e) == 1 && shape.draft) {
+      opts.gemm_min_rows = kServerGemmMinRows;
+      opts.fused_gemv_rows = 0;
+    }
     // STRATA_TARGET_FUSED_GEMV_ROWS (0-16) sets the target's, for benchmarks that compare the two.
     if (const char* e = std::getenv("STRATA_TARGET_FUSED_GEMV_ROWS"); e && *e && !shape.draft && !shape.batch_invariant)
       opts.fused_gemv_rows = std::clamp(std::atoi(e), 0, kServerGemmMinRows - 1);
