@@ -20,14 +20,12 @@
 // scores, softmax and P.V are its own mma rows and fixed-order sums (masked positions add exact zeros), and
 // the combine merges a row's splits in order. So it serves verify windows too (test_attention_rmsnorm.cpp:
 // a row's bits alone, in verify tiles and beside other slots); --batch-invariant keeps the staged kernel.
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <cstdint>
 #include <string>
 
 #include "cuda/cuda_check.hpp"
-#include "cuda/env.hpp"
 #include "cuda/kernels/attention_common.cuh"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
@@ -96,7 +94,7 @@ __device__ __forceinline__ void load_q(const float* qs, int gid, int s, int tig,
   }
 }
 
-template <int HD, bool kLean, bool kCluster>
+template <int HD, bool kLean>
 __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(AttentionParams a) {
   using S = Smem<HD, kLean>;
   constexpr int KS = HD / 16, NB = HD / 8, U = HD / 8, kMergeRows = S::kMergeRows;
@@ -120,13 +118,7 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   const int G = a.n_heads / a.n_kv_heads, g = blockIdx.y;
   const int split = blockIdx.x, s_begin = split * kS;
   const int p0 = a.pos[row0], slot = a.slot[row0];
-  // kCluster: the grid's splits of one (tile, kv head) are one thread-block cluster, which merges them
-  // itself after a cluster barrier (below), so a split past the tile's positions still takes part.
-  const bool active = s_begin <= p0 + nq - 1;
-  if (!active) {
-    if (!kCluster) return;
-    pdl_wait();
-  } else {
+  if (s_begin > p0 + nq - 1) return;
   const int nsp = min(kS, p0 + nq - s_begin);  // positions of the split any row of the tile reads
   const int lim = p0 + 1 - s_begin;            // row r reads split positions j < lim + r
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -325,59 +317,30 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
     }
     __syncthreads();  // the next chunk rewrites sML and the merge buffer
   }
-  }  // active
-  if constexpr (kCluster) {
-    // Every split's partials are written: merge the tile's rows for the group's heads, a warp a (row, head),
-    // with the combine kernel's code (the same bits). The barrier's release and acquire make the other
-    // blocks' global writes visible here.
-    cooperative_groups::this_cluster().sync();
-    const int pairs = nq * G;
-    const int w = int(threadIdx.x) >> 5, ln = int(threadIdx.x) & 31;
-    for (int p = split * kWarps + w; p < pairs; p += kWarps * int(gridDim.x))
-      combine_row_head<HD / 32>(a, row0 + p / G, g * G + p % G, ln);
-  }
 }
 
-template <int HD, bool kLean, bool kCluster>
+template <int HD, bool kLean>
 void configure_one() {
-  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean, kCluster>,
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(Smem<HD, kLean>::bytes)));
   // The lean layout counts on three blocks' shared memory on an SM: ask for the largest carveout.
   if (kLean)
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean, kCluster>,
+    STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_kernel<HD, kLean>,
                                            cudaFuncAttributePreferredSharedMemoryCarveout, 100));
 }
 
 template <int HD>
 void configure_hd() {
-  configure_one<HD, false, false>();
-  configure_one<HD, true, false>();
-  configure_one<HD, false, true>();
-  configure_one<HD, true, true>();
-}
-
-// The split merge in the attention kernel's clusters (STRATA_ATTN_CLUSTER_MERGE=0: the combine kernel, for
-// comparisons; the same bits either way) where a cluster can hold a grid's splits: at most 8 (the portable
-// cluster size), so windows whose largest position needs more splits take the combine kernel.
-constexpr int kClusterMaxSplits = 8;
-bool cluster_merge(const AttentionParams& a) {
-  static const bool on = env_int("STRATA_ATTN_CLUSTER_MERGE", 0, 1, 1) != 0;
-  return on && a.grid_splits >= 1 && a.grid_splits <= kClusterMaxSplits;
-}
-
-template <int HD, bool kLean>
-void launch_layout(const AttentionParams& a, dim3 grid, cudaStream_t stream) {
-  if (cluster_merge(a))
-    launch_kernel_cluster(attention_tc_kernel<HD, kLean, true>, grid, kThreads, Smem<HD, kLean>::bytes, stream,
-                          grid.x, a);
-  else
-    launch_kernel(attention_tc_kernel<HD, kLean, false>, grid, kThreads, Smem<HD, kLean>::bytes, stream, a);
+  configure_one<HD, false>();
+  configure_one<HD, true>();
 }
 
 template <int HD>
 void launch_hd(const AttentionParams& a, dim3 grid, cudaStream_t stream) {
-  if (a.tc_lean) launch_layout<HD, true>(a, grid, stream);
-  else launch_layout<HD, false>(a, grid, stream);
+  if (a.tc_lean)
+    launch_kernel(attention_tc_kernel<HD, true>, grid, kThreads, Smem<HD, true>::bytes, stream, a);
+  else
+    launch_kernel(attention_tc_kernel<HD, false>, grid, kThreads, Smem<HD, false>::bytes, stream, a);
 }
 
 }  // namespace
@@ -405,7 +368,7 @@ void launch_attention_tc(const AttentionParams& a, cudaStream_t stream) {
   if (a.head_dim == 64) launch_hd<64>(a, grid, stream);
   else launch_hd<128>(a, grid, stream);
   STRATA_CUDA_CHECK_LAUNCH();
-  if (!cluster_merge(a)) launch_combine(a, stream);
+  launch_combine(a, stream);
 }
 
 }  // namespace cuda
