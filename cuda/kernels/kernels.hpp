@@ -184,6 +184,8 @@ struct MatvecFold {
   int out_tiles = 1;                 // 16-output tiles a block of windows of up to 8 rows takes without the
                                      // residual epilogue (1, 2 or 4): fewer, wider blocks for long matrices,
                                      // the same sums (a row's bits do not depend on it)
+  int pdl_mode = 0;                  // set by the launch from STRATA_MATVEC_PDL_MODE (matvec.cu; 0 unless
+                                     // measuring)
 };
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
                    const MatvecFold& fold = {});

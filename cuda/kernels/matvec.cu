@@ -165,9 +165,16 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
       }
     }
   };
-  load_weights(warp);
+  // The first weights are asked for before the wait, the dependents triggered after it (pdl_mode 0). Modes 1
+  // (weights after the wait) and 2 (trigger first) are measurement switches (STRATA_MATVEC_PDL_MODE), and the
+  // branches they add are load-bearing: with the loads unconditionally ahead of griddepcontrol.wait, the
+  // compiled kernel fetched them only after it, as mode 1 does (strata-tiny's windows 0.192-0.201 ms against
+  // 0.161-0.171 with this form; docs/PERFORMANCE.md runs 102-103).
+  if (fold.pdl_mode == 2) pdl_launch_dependents();
+  if (fold.pdl_mode != 1) load_weights(warp);
   pdl_wait();  // x is the previous kernel's output
-  pdl_launch_dependents();
+  if (fold.pdl_mode == 1) load_weights(warp);
+  if (fold.pdl_mode != 2) pdl_launch_dependents();
   if (j0 >= n) return;  // the same for the whole block
 
   // What the epilogue needs besides the sums goes out now, into shared memory (cp.async: no registers held
@@ -515,8 +522,11 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
     throw Error("cuda matvec: out_tiles must be 1, 2 or 4, found " + std::to_string(f.out_tiles));
   if (f.x_rows && (t != WType::BF16 || f.ss_out)) throw Error("cuda matvec: gathered input rows need bf16 weights and no residual epilogue");
   if (f.ss_in && f.ss_out) throw Error("cuda matvec: a folded norm and a residual epilogue in one launch");
+  static const int pdl_mode = env_int("STRATA_MATVEC_PDL_MODE", 0, 2, 0);
+  MatvecFold fm = f;
+  fm.pdl_mode = pdl_mode;
   if (t == WType::BF16)
-    launch_bf16<Swiglu>(w, n, k, x, rows, y, f, stream);
+    launch_bf16<Swiglu>(w, n, k, x, rows, y, fm, stream);
   else
     launch_f32<Swiglu>(w, n, k, x, rows, y, stream);
 }
@@ -552,12 +562,15 @@ void launch_matvec_qkv_rope(const void* w, WType t, int n, int k, const float* x
   if (p.qkv_rem || fold.ss_out || fold.xn_out || fold.next_norm)
     throw Error("cuda matvec: the QKV projection with RoPE takes no remainder rows or residual epilogue");
   const bool norm = fold.ss_in != nullptr;
+  static const int pdl_mode = env_int("STRATA_MATVEC_PDL_MODE", 0, 2, 0);
+  MatvecFold fm = fold;
+  fm.pdl_mode = pdl_mode;
   if (p.head_dim == 64)
-    norm ? launch_qkv_rope_mt<4, true>(w, n, k, x, rows, qkv, fold, p, stream)
-         : launch_qkv_rope_mt<4, false>(w, n, k, x, rows, qkv, fold, p, stream);
+    norm ? launch_qkv_rope_mt<4, true>(w, n, k, x, rows, qkv, fm, p, stream)
+         : launch_qkv_rope_mt<4, false>(w, n, k, x, rows, qkv, fm, p, stream);
   else
-    norm ? launch_qkv_rope_mt<8, true>(w, n, k, x, rows, qkv, fold, p, stream)
-         : launch_qkv_rope_mt<8, false>(w, n, k, x, rows, qkv, fold, p, stream);
+    norm ? launch_qkv_rope_mt<8, true>(w, n, k, x, rows, qkv, fm, p, stream)
+         : launch_qkv_rope_mt<8, false>(w, n, k, x, rows, qkv, fm, p, stream);
 }
 
 void launch_matvec_swiglu(const void* w, WType t, int ff, int k, const float* x, int rows, float* act,
