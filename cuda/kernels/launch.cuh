@@ -51,13 +51,14 @@ __device__ __forceinline__ void pdl_wait() {
   const uint64_t t0 = global_ns();
   KernelTraceRecord* const buf = trace_tu::buffer;
   const bool lead = buf && threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
-  // The block's record slot, taken before the wait so that the atomic's round trip overlaps it: the first
-  // record's grid_id counts the blocks that arrived, the records follow it.
+  // The block's record slot: the first record's grid_id counts the blocks that arrived, the records follow
+  // it. Taken after the wait, so that nothing but the clock read runs before it (an atomic there changed the
+  // timing of the kernels it measured).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const uint64_t t1 = global_ns();
   unsigned long long slot = 0;
   if (lead) slot = atomicAdd(reinterpret_cast<unsigned long long*>(&buf[0].grid_id), 1ull);
-  asm volatile("griddepcontrol.wait;" ::: "memory");
   if (lead && slot < static_cast<unsigned long long>(kTraceRecords)) {
-    const uint64_t t1 = global_ns();
     uint64_t grid;
     unsigned sm;
     asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
