@@ -1,6 +1,7 @@
 # device_call.sh plan (run 102): the skinny kernel's launches under PDL on strata-tiny's speculation path:
 # weights asked for before pdl_wait() (default) or after it (STRATA_MATVEC_PDL_MODE=1), dependents triggered at
 # the start (2); the preferred shared-memory carveout of the skinny kernels (STRATA_MATVEC_CARVEOUT=100 / 50).
+# (The carveout switch was measured uncommitted and dropped: no steady gain.)
 $S $B info
 . tools/bench/plans/lib.sh
 AB_LOG=ab_pdl.log
