@@ -448,6 +448,83 @@ TEST_CASE("the skinny kernel's folded residual add and norm match the separate k
   cudaStreamDestroy(st);
 }
 
+namespace {
+
+// What a bit comparison of a fused RoPE step against launch_qkv_rope needs: a cos/sin table of 64 positions
+// (any values serve), 3 slots of 4 blocks of 16 cells in a shuffled pool of 12, each row at its own slot and
+// position, the bias and q/k norm weights, and two pairs of K/V arenas filled with the same random bytes (the
+// reference's and the fused step's).
+struct RopeCheck {
+  int heads, kv_heads, hd, rows;
+  KvType kv_type;
+  static constexpr int kBlock = 16, kPerSlot = 4, kPool = 12;
+  size_t arena_bytes = 0;
+  std::vector<unsigned char> fill;
+  DeviceBuffer dcos, dsin, dtable, dpos, dslot, dbias, dqn, dkn, k_ref, v_ref, k_got, v_got;
+
+  RopeCheck(int heads_, int kv_heads_, int hd_, int rows_, KvType kv_type_, std::mt19937& rng)
+      : heads(heads_), kv_heads(kv_heads_), hd(hd_), rows(rows_), kv_type(kv_type_) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int half = hd / 2, max_pos = kBlock * kPerSlot, n = (heads + 2 * kv_heads) * hd;
+    std::vector<float> cs(size_t(max_pos) * half), sn(cs.size()), bias(n), qn(hd), kn(hd);
+    for (size_t i = 0; i < cs.size(); ++i) cs[i] = std::cos(0.37f * float(i)), sn[i] = std::sin(0.37f * float(i));
+    for (float& v : bias) v = nd(rng);
+    for (float& v : qn) v = 1.0f + 0.2f * nd(rng);
+    for (float& v : kn) v = 1.0f + 0.2f * nd(rng);
+    std::vector<int32_t> table(size_t(3) * kPerSlot);
+    for (int i = 0; i < kPool; ++i) table[size_t(i)] = (i * 7) % kPool;
+    std::vector<int> pos(rows), slot(rows);
+    for (int r = 0; r < rows; ++r) slot[size_t(r)] = r % 3, pos[size_t(r)] = int(rng() % max_pos);
+    arena_bytes = size_t(kPool) * kBlock * kv_heads * hd * (kv_type == KvType::BF16 ? 2 : 4);
+    fill.resize(arena_bytes);
+    for (auto& b : fill) b = static_cast<unsigned char>(rng());
+    dcos = upload(cs), dsin = upload(sn), dtable = upload(table), dpos = upload(pos), dslot = upload(slot);
+    dbias = upload(bias), dqn = upload(qn), dkn = upload(kn);
+    k_ref = upload(fill), v_ref = upload(fill), k_got = upload(fill), v_got = upload(fill);
+  }
+
+  // The step's parameters, writing into the reference's arenas (ref) or the fused step's.
+  QkvRopeParams params(bool ref, bool with_bias, bool qk_norm) {
+    QkvRopeParams qp;
+    qp.n_heads = heads;
+    qp.n_kv_heads = kv_heads;
+    qp.head_dim = hd;
+    qp.bias = with_bias ? dbias.get<float>() : nullptr;
+    qp.q_norm = qk_norm ? dqn.get<float>() : nullptr;
+    qp.k_norm = qk_norm ? dkn.get<float>() : nullptr;
+    qp.cos = dcos.get<float>();
+    qp.sin = dsin.get<float>();
+    qp.pos = dpos.get<int>();
+    qp.slot = dslot.get<int>();
+    qp.kv.k = (ref ? k_ref : k_got).get();
+    qp.kv.v = (ref ? v_ref : v_got).get();
+    qp.kv.type = kv_type;
+    qp.kv.block_table = dtable.get<int32_t>();
+    qp.kv.table_stride = kPerSlot;
+    qp.kv.block_size = kBlock;
+    qp.kv.kv_dim = kv_heads * hd;
+    return qp;
+  }
+
+  // The q values of each row (rows of `stride` floats; k and v went to the arenas) and both arenas, to the bit.
+  void compare(const DeviceBuffer& q_ref, const DeviceBuffer& q_got, int stride) const {
+    const std::vector<float> a = download(q_ref, size_t(rows) * stride), b = download(q_got, a.size());
+    for (int r = 0; r < rows; ++r)
+      CHECK(std::memcmp(&a[size_t(r) * stride], &b[size_t(r) * stride], size_t(heads) * hd * 4) == 0);
+    auto bytes = [&](const DeviceBuffer& d) {
+      std::vector<unsigned char> h(arena_bytes);
+      REQUIRE(cudaMemcpy(h.data(), d.get(), arena_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+      return h;
+    };
+    const std::vector<unsigned char> kr = bytes(k_ref), kg = bytes(k_got), vr = bytes(v_ref), vg = bytes(v_got);
+    CHECK(kr != fill);  // the step wrote something
+    CHECK(kr == kg);
+    CHECK(vr == vg);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue followed by the RoPE step") {
   REQUIRE(CudaBackend::device_count() > 0);
   cudaStream_t st = nullptr;
@@ -469,50 +546,16 @@ TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue f
   for (const Shape& sh : shapes) {
     INFO("heads " << sh.heads << "/" << sh.kv_heads << " hd " << sh.hd << " k " << sh.k << " rows " << sh.rows
                   << " bias " << sh.bias << " bf16 arena " << (sh.kv_type == KvType::BF16));
-    const int qkv_rows = (sh.heads + 2 * sh.kv_heads) * sh.hd, kv_dim = sh.kv_heads * sh.hd, half = sh.hd / 2;
+    const int qkv_rows = (sh.heads + 2 * sh.kv_heads) * sh.hd;
     REQUIRE(gemv_supports(sh.k));
     std::vector<uint16_t> wb(size_t(qkv_rows) * sh.k);
     for (auto& v : wb) v = bf16_rn(nd(rng) * 0.05f);
-    std::vector<float> x(size_t(sh.rows) * sh.k), nw(sh.k), bias(qkv_rows);
+    std::vector<float> x(size_t(sh.rows) * sh.k), nw(sh.k);
     for (float& v : x) v = nd(rng) * 3.0f;
     for (float& v : nw) v = 1.0f + 0.2f * nd(rng);
-    for (float& v : bias) v = nd(rng);
-    // A cos/sin table of 64 positions (any values serve a bit comparison), 3 slots of 4 blocks of 16 cells
-    // in a shuffled pool of 12, each row at its own slot and position.
-    const int block = 16, per_slot = 4, pool = 12, max_pos = block * per_slot;
-    std::vector<float> cs(size_t(max_pos) * half), sn(cs.size());
-    for (size_t i = 0; i < cs.size(); ++i) cs[i] = std::cos(0.37f * float(i)), sn[i] = std::sin(0.37f * float(i));
-    std::vector<int32_t> table(size_t(3) * per_slot);
-    for (int i = 0; i < pool; ++i) table[size_t(i)] = (i * 7) % pool;
-    std::vector<int> pos(sh.rows), slot(sh.rows);
-    for (int r = 0; r < sh.rows; ++r) slot[size_t(r)] = r % 3, pos[size_t(r)] = int(rng() % max_pos);
-    const size_t esize = sh.kv_type == KvType::BF16 ? 2 : 4;
-    const size_t arena_bytes = size_t(pool) * block * kv_dim * esize;
-    std::vector<unsigned char> fill(arena_bytes);
-    for (auto& b : fill) b = static_cast<unsigned char>(rng());
-    DeviceBuffer dw = upload(wb), dx = upload(x), dn = upload(nw), dbias = upload(bias), dcos = upload(cs),
-                 dsin = upload(sn), dtable = upload(table), dpos = upload(pos), dslot = upload(slot);
+    RopeCheck rc(sh.heads, sh.kv_heads, sh.hd, sh.rows, sh.kv_type, rng);
+    DeviceBuffer dw = upload(wb), dx = upload(x), dn = upload(nw);
     DeviceBuffer q_ref(size_t(sh.rows) * qkv_rows * 4, "qkv ref"), q_got(size_t(sh.rows) * qkv_rows * 4, "qkv got");
-    DeviceBuffer k_ref = upload(fill), v_ref = upload(fill), k_got = upload(fill), v_got = upload(fill);
-    auto params = [&](DeviceBuffer& k, DeviceBuffer& v) {
-      QkvRopeParams qp;
-      qp.n_heads = sh.heads;
-      qp.n_kv_heads = sh.kv_heads;
-      qp.head_dim = sh.hd;
-      qp.bias = sh.bias ? dbias.get<float>() : nullptr;
-      qp.cos = dcos.get<float>();
-      qp.sin = dsin.get<float>();
-      qp.pos = dpos.get<int>();
-      qp.slot = dslot.get<int>();
-      qp.kv.k = k.get();
-      qp.kv.v = v.get();
-      qp.kv.type = sh.kv_type;
-      qp.kv.block_table = dtable.get<int32_t>();
-      qp.kv.table_stride = per_slot;
-      qp.kv.block_size = block;
-      qp.kv.kv_dim = kv_dim;
-      return qp;
-    };
     GemvParams g;
     g.w = dw.get();
     g.k = sh.k;
@@ -525,27 +568,16 @@ TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue f
     g.ep = GemvEpilogue::Store;
     g.y = q_ref.get<float>();
     launch_gemv(g, st);
-    launch_qkv_rope(q_ref.get<float>(), sh.rows, params(k_ref, v_ref), st);
+    launch_qkv_rope(q_ref.get<float>(), sh.rows, rc.params(true, sh.bias, false), st);
     // The fused step: pairs of rows, q into y, k and v into the arena.
     REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * qkv_rows * 4) == cudaSuccess);
     g.n = qkv_rows / 2;
     g.ep = GemvEpilogue::Rope;
     g.y = q_got.get<float>();
-    g.rope = params(k_got, v_got);
+    g.rope = rc.params(false, sh.bias, false);
     launch_gemv(g, st);
     REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
-    const std::vector<float> a = download(q_ref, size_t(sh.rows) * qkv_rows), b = download(q_got, a.size());
-    for (int r = 0; r < sh.rows; ++r)  // the q values (the k and v values go to the arena)
-      CHECK(std::memcmp(&a[size_t(r) * qkv_rows], &b[size_t(r) * qkv_rows], size_t(sh.heads) * sh.hd * 4) == 0);
-    auto bytes = [&](const DeviceBuffer& d) {
-      std::vector<unsigned char> h(arena_bytes);
-      REQUIRE(cudaMemcpy(h.data(), d.get(), arena_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-      return h;
-    };
-    const std::vector<unsigned char> kr = bytes(k_ref), kg = bytes(k_got), vr = bytes(v_ref), vg = bytes(v_got);
-    CHECK(kr != fill);  // the step wrote something
-    CHECK(kr == kg);
-    CHECK(vr == vg);
+    rc.compare(q_ref, q_got, qkv_rows);
   }
   // Refused: q/k norms, and an n that is not half the q | k | v rows.
   GemvParams bad;
@@ -654,74 +686,26 @@ TEST_CASE("the skinny kernel's QKV projection with the RoPE step gives the bits 
   for (const Shape& sh : shapes) {
     INFO("heads " << sh.heads << "/" << sh.kv_heads << " hd " << sh.hd << " k " << sh.k << " rows " << sh.rows
                   << " q/k norm " << sh.qk_norm << " bias " << sh.bias << " folded " << sh.folded);
-    const int n = (sh.heads + 2 * sh.kv_heads) * sh.hd, kv_dim = sh.kv_heads * sh.hd, half = sh.hd / 2;
+    const int n = (sh.heads + 2 * sh.kv_heads) * sh.hd;
     REQUIRE(matvec_qkv_rope_supports(WType::BF16, n, sh.hd));
     std::vector<uint16_t> wb(size_t(n) * sh.k);
     for (auto& v : wb) v = bf16_rn(nd(rng) * 0.05f);
     const int parts = (sh.k + 15) / 16;
-    std::vector<float> x(size_t(sh.rows) * sh.k), ss(size_t(sh.rows) * parts), bias(n), qn(sh.hd), kn(sh.hd);
+    std::vector<float> x(size_t(sh.rows) * sh.k), ss(size_t(sh.rows) * parts);
     for (float& v : x) v = nd(rng) * 3.0f;
     for (float& v : ss) v = 1.0f + std::fabs(nd(rng));  // any positive partial sums serve a bit comparison
-    for (float& v : bias) v = nd(rng);
-    for (float& v : qn) v = 1.0f + 0.2f * nd(rng);
-    for (float& v : kn) v = 1.0f + 0.2f * nd(rng);
-    const int block = 16, per_slot = 4, pool = 12, max_pos = block * per_slot;
-    std::vector<float> cs(size_t(max_pos) * half), sn(cs.size());
-    for (size_t i = 0; i < cs.size(); ++i) cs[i] = std::cos(0.29f * float(i)), sn[i] = std::sin(0.29f * float(i));
-    std::vector<int32_t> table(size_t(3) * per_slot);
-    for (int i = 0; i < pool; ++i) table[size_t(i)] = (i * 5) % pool;
-    std::vector<int> pos(sh.rows), slot(sh.rows);
-    for (int r = 0; r < sh.rows; ++r) slot[size_t(r)] = r % 3, pos[size_t(r)] = int(rng() % max_pos);
-    const size_t esize = sh.kv_type == KvType::BF16 ? 2 : 4;
-    const size_t arena_bytes = size_t(pool) * block * kv_dim * esize;
-    std::vector<unsigned char> fill(arena_bytes);
-    for (auto& b : fill) b = static_cast<unsigned char>(rng());
-    DeviceBuffer dw = upload(wb), dx = upload(x), dss = upload(ss), dbias = upload(bias), dqn = upload(qn),
-                 dkn = upload(kn), dcos = upload(cs), dsin = upload(sn), dtable = upload(table), dpos = upload(pos),
-                 dslot = upload(slot);
+    RopeCheck rc(sh.heads, sh.kv_heads, sh.hd, sh.rows, sh.kv_type, rng);
+    DeviceBuffer dw = upload(wb), dx = upload(x), dss = upload(ss);
     DeviceBuffer q_ref(size_t(sh.rows) * n * 4, "qkv ref"), q_got(size_t(sh.rows) * n * 4, "qkv got");
-    DeviceBuffer k_ref = upload(fill), v_ref = upload(fill), k_got = upload(fill), v_got = upload(fill);
-    auto params = [&](DeviceBuffer& k, DeviceBuffer& v) {
-      QkvRopeParams qp;
-      qp.n_heads = sh.heads;
-      qp.n_kv_heads = sh.kv_heads;
-      qp.head_dim = sh.hd;
-      qp.bias = sh.bias ? dbias.get<float>() : nullptr;
-      qp.q_norm = sh.qk_norm ? dqn.get<float>() : nullptr;
-      qp.k_norm = sh.qk_norm ? dkn.get<float>() : nullptr;
-      qp.cos = dcos.get<float>();
-      qp.sin = dsin.get<float>();
-      qp.pos = dpos.get<int>();
-      qp.slot = dslot.get<int>();
-      qp.kv.k = k.get();
-      qp.kv.v = v.get();
-      qp.kv.type = sh.kv_type;
-      qp.kv.block_table = dtable.get<int32_t>();
-      qp.kv.table_stride = per_slot;
-      qp.kv.block_size = block;
-      qp.kv.kv_dim = kv_dim;
-      return qp;
-    };
     MatvecFold f;
     if (sh.folded) f.ss_in = dss.get<float>(), f.eps = 1e-6f;
     launch_matvec(dw.get(), WType::BF16, n, sh.k, dx.get<float>(), sh.rows, q_ref.get<float>(), st, f);
-    launch_qkv_rope(q_ref.get<float>(), sh.rows, params(k_ref, v_ref), st);
+    launch_qkv_rope(q_ref.get<float>(), sh.rows, rc.params(true, sh.bias, sh.qk_norm), st);
     REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * n * 4) == cudaSuccess);
     launch_matvec_qkv_rope(dw.get(), WType::BF16, n, sh.k, dx.get<float>(), sh.rows, q_got.get<float>(),
-                           params(k_got, v_got), st, f);
+                           rc.params(false, sh.bias, sh.qk_norm), st, f);
     REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
-    const std::vector<float> a = download(q_ref, size_t(sh.rows) * n), b = download(q_got, a.size());
-    for (int r = 0; r < sh.rows; ++r)  // the q values (k and v go to the arena)
-      CHECK(std::memcmp(&a[size_t(r) * n], &b[size_t(r) * n], size_t(sh.heads) * sh.hd * 4) == 0);
-    auto bytes = [&](const DeviceBuffer& d) {
-      std::vector<unsigned char> h(arena_bytes);
-      REQUIRE(cudaMemcpy(h.data(), d.get(), arena_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-      return h;
-    };
-    const std::vector<unsigned char> kr = bytes(k_ref), kg = bytes(k_got), vr = bytes(v_ref), vg = bytes(v_got);
-    CHECK(kr != fill);  // the step wrote something
-    CHECK(kr == kg);
-    CHECK(vr == vg);
+    rc.compare(q_ref, q_got, n);
   }
   // Refused, naming the problem: a head_dim without a block form, rows that are not q | k | v, a remainder.
   QkvRopeParams bad;
