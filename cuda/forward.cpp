@@ -173,8 +173,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   static const bool rope_gemv_on = env_int("STRATA_GEMV_ROPE", 0, 1, 1) != 0;
   // STRATA_GEMV_PICKS=0: the greedy picks by a pass over the logits after the fused LM head (measurement switch).
   static const bool gemv_picks_on = env_int("STRATA_GEMV_PICKS", 0, 1, 1) != 0;
-  // STRATA_SKINNY_HEAD_TILES (1, 2, 4): the folded skinny LM head's 16-output tiles a block (same bits).
-  static const int skinny_head_tiles = env_int("STRATA_SKINNY_HEAD_TILES", 1, 4, 4);
+  // STRATA_SKINNY_HEAD_TILES (1, 2, 4; 3 reads as 2): the folded skinny LM head's 16-output tiles a block (same
+  // bits; a measurement switch).
+  static const int skinny_head_tiles = [] {
+    const int v = env_int("STRATA_SKINNY_HEAD_TILES", 1, 4, 4);
+    return v == 3 ? 2 : v;
+  }();
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DeviceLayer& Ly = w.layers[l];
     KvLayout kv = ctx.kv;
