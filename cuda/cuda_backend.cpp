@@ -441,10 +441,10 @@ struct CudaBackend::Impl {
     });
   }
 
-  // The later steps of a chain as one graph: for each step, the kernel that stages its metadata from the
-  // staged words (at stride words apart) and the previous step's picks, then its forward pass without a
-  // metadata copy, so the steps follow one another through programmatic dependent launch instead of a graph
-  // launch each. Null where a step shape's GEMMs have not been timed: timing runs a window eagerly, which a
+  // The later steps of a chain as one graph: each step's forward pass reads its metadata where the one copy
+  // put it (stride words apart) and takes its tokens from the previous step's picks (the embedding keeps them
+  // for the host), so the steps follow one another through programmatic dependent launch, with no graph
+  // launch and no metadata written on the device between them. Null where a step shape's GEMMs have not been timed: timing runs a window eagerly, which a
   // chain's steps cannot do before their tokens exist. The key holds the buffers the kernels were recorded
   // with, so a reallocated buffer takes a new graph.
   using ChainKey = std::tuple<std::vector<cuda::WindowShape>, std::vector<int>, size_t, const void*, const void*>;
@@ -462,9 +462,10 @@ struct CudaBackend::Impl {
     int32_t* kept = chain_picks_dev.get<int32_t>();
     auto graph = capture([&] {
       for (size_t j = 0; j < metas.size(); ++j) {
-        cuda::launch_stage_chain_step(fwd.ws.meta, chain_meta_dev.get<int32_t>() + j * stride,
-                                      int(metas[j].words.size()), fwd.ws.picks, S, kept + j * size_t(S), stream);
-        cuda::record_forward(fwd, metas[j].shape, stream, false);  // chained steps' rows are greedy: no draws
+        cuda::ForwardContext step = fwd;
+        step.ws.meta = chain_meta_dev.get<int32_t>() + j * stride;
+        step.feed = cuda::EmbedFeed{fwd.ws.picks, S, kept + j * size_t(S)};
+        cuda::record_forward(step, metas[j].shape, stream, false);  // chained steps' rows are greedy: no draws
       }
     });
     return fed_graphs.emplace(std::move(key), std::move(graph)).first->second->exec;
@@ -720,9 +721,9 @@ struct CudaBackend::Impl {
     return finish();
   }
 
-  // run_chain on the device: the first window as run() queues it, then for each later step a small kernel
-  // that stages its metadata with the previous step's picks as its tokens, and its replay, all queued before
-  // the one synchronize. Returns false (nothing changed) for a chain it does not take:
+  // run_chain on the device: the first window as run() queues it, then one graph of the later steps, each
+  // reading its own metadata and the previous step's picks as its tokens, all queued before the one
+  // synchronize. Returns false (nothing changed) for a chain it does not take:
   // picks that are not plain device argmaxes, outputs besides them, a step shape whose GEMMs are untimed, or
   // a chain past the window or context limits; the caller then runs the steps as windows.
   bool chain(const Window& w0, int steps, std::vector<std::vector<TokenId>>* out) {
@@ -756,9 +757,10 @@ struct CudaBackend::Impl {
       stride = std::max(stride, metas.back().words.size());
       all.rows.insert(all.rows.end(), wj.rows.begin(), wj.rows.end());
     }
-    // Every later step's metadata goes up in one copy; a small kernel before each step's replay moves its
-    // words into place with the previous step's picks as its tokens (the metadata's first words) and keeps
-    // those picks, so the steps' picks come back in one copy too.
+    // Every later step's metadata goes up in one copy, each step's block 256-byte aligned as a window's own
+    // metadata block is; each step's embedding takes the previous step's picks as its tokens and keeps them,
+    // so the steps' picks come back in one copy too.
+    stride = (stride + 63) / 64 * 64;
     const size_t n_later = size_t(steps - 1), kept_words = n_later * size_t(S);
     if (chain_meta_host.bytes() < n_later * stride * 4) {
       fed_graphs.clear();  // recorded with the buffers replaced here

@@ -121,9 +121,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // launches less a window (skinny_edge_fold).
   const bool edge_fold = fold && ctx.skinny_edge_fold && w.embed.type == WType::BF16 && H % 16 == 0;
   if (edge_fold)
-    launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream, w.layers[0].attn_norm, ws.xn, ws.ss);
+    launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream, w.layers[0].attn_norm, ws.xn, ws.ss,
+                     ctx.feed);
   else
-    launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream);
+    launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream, nullptr, nullptr, nullptr, ctx.feed);
   if (!gemv && !edge_fold)
     launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.layers[0].attn_norm, nullptr, T, H, eps, false, xn, in16,
                        stream);

@@ -59,6 +59,7 @@ struct ForwardContext {
   bool skinny_rope = true;           // and with skinny_fold, the QKV projection carries the RoPE step
   bool skinny_edge_fold = true;      // and with skinny_fold, the embedding and the LM head fold the first and
                                      // final norms
+  EmbedFeed feed;                    // a chained step's tokens: the previous step's picks (run_chain)
 };
 
 // Launches the whole window: embedding, every layer, final norm of the output rows, LM head,

@@ -13,14 +13,22 @@ namespace strata {
 namespace cuda {
 namespace {
 
+// Row r's token: the metadata's, or a chained step's pick (kept by the row's thread 0).
+__device__ __forceinline__ int row_token(const int* tokens, const EmbedFeed& feed, int r) {
+  if (r >= feed.n) return tokens[r];
+  const int t = feed.picks[r];
+  if (feed.kept && threadIdx.x == 0) feed.kept[r] = t;
+  return t;
+}
+
 template <bool Fold>
 __global__ void embedding_bf16(const __nv_bfloat16* __restrict__ table, int hidden, const int* __restrict__ tokens,
                                float* __restrict__ x, const float* __restrict__ norm, float* __restrict__ xn,
-                               float* __restrict__ ss) {
+                               float* __restrict__ ss, EmbedFeed feed) {
   pdl_wait();
   pdl_launch_dependents();
   const int r = blockIdx.x;
-  const __nv_bfloat16* src = table + size_t(tokens[r]) * hidden;
+  const __nv_bfloat16* src = table + size_t(row_token(tokens, feed, r)) * hidden;
   // Eight values a thread a step, every load of the row in flight at once (one two-byte load per step took
   // ~9 us for a 4096-wide row under Nsight). hidden is a multiple of 8 (launch_embedding checks).
   const uint4* s4 = reinterpret_cast<const uint4*>(src);
@@ -56,45 +64,33 @@ __global__ void embedding_bf16(const __nv_bfloat16* __restrict__ table, int hidd
 }
 
 __global__ void embedding_f32(const float* __restrict__ table, int hidden, const int* __restrict__ tokens,
-                              float* __restrict__ x) {
+                              float* __restrict__ x, EmbedFeed feed) {
   pdl_wait();
   pdl_launch_dependents();
   const int r = blockIdx.x;
-  const float* src = table + size_t(tokens[r]) * hidden;
+  const float* src = table + size_t(row_token(tokens, feed, r)) * hidden;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = src[i];
-}
-
-__global__ void stage_chain_step(int* __restrict__ meta, const int* __restrict__ staged, int words,
-                                 const int* __restrict__ picks, int n, int* __restrict__ kept) {
-  pdl_wait();  // the picks are the previous window's
-  pdl_launch_dependents();
-  for (int i = threadIdx.x; i < words; i += blockDim.x) meta[i] = i < n ? picks[i] : staged[i];
-  for (int i = threadIdx.x; i < n; i += blockDim.x) kept[i] = picks[i];
 }
 
 }  // namespace
 
-void launch_stage_chain_step(int* meta, const int* staged, int words, const int* picks, int n, int* kept,
-                             cudaStream_t stream) {
-  launch_kernel(stage_chain_step, 1, 256, 0, stream, meta, staged, words, picks, n, kept);
-  STRATA_CUDA_CHECK_LAUNCH();
-}
-
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
-                      cudaStream_t stream, const float* norm, float* xn, float* ss) {
+                      cudaStream_t stream, const float* norm, float* xn, float* ss, const EmbedFeed& feed) {
   if (rows <= 0) return;
   if (t == WType::BF16 && hidden % 8 != 0)
     throw Error("cuda embedding: hidden " + std::to_string(hidden) + " is not a multiple of 8");
+  if (feed.n > 0 && (!feed.picks || feed.n > rows))
+    throw Error("cuda embedding: a chained step's picks must cover at most the window's rows");
   if (norm && (t != WType::BF16 || hidden % 16 != 0 || !xn || !ss))
     throw Error("cuda embedding: the folded norm needs a bf16 table, hidden a multiple of 16, xn and ss");
   const auto* tb = static_cast<const __nv_bfloat16*>(table);
   if (t == WType::BF16 && norm)
-    launch_kernel(embedding_bf16<true>, rows, 256, 0, stream, tb, hidden, tokens, x, norm, xn, ss);
+    launch_kernel(embedding_bf16<true>, rows, 256, 0, stream, tb, hidden, tokens, x, norm, xn, ss, feed);
   else if (t == WType::BF16)
     launch_kernel(embedding_bf16<false>, rows, 256, 0, stream, tb, hidden, tokens, x, static_cast<const float*>(nullptr),
-                  static_cast<float*>(nullptr), static_cast<float*>(nullptr));
+                  static_cast<float*>(nullptr), static_cast<float*>(nullptr), feed);
   else
-    launch_kernel(embedding_f32, rows, 256, 0, stream, static_cast<const float*>(table), hidden, tokens, x);
+    launch_kernel(embedding_f32, rows, 256, 0, stream, static_cast<const float*>(table), hidden, tokens, x, feed);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 

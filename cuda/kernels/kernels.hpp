@@ -16,16 +16,20 @@ namespace cuda {
 enum class WType { BF16, F32 };
 inline size_t wtype_bytes(WType t) { return t == WType::BF16 ? 2 : 4; }
 
+// A chained step's tokens (run_chain): rows r < n take picks[r], the previous step's picks (which the embedding
+// also keeps in kept[r]), instead of the metadata's token words.
+struct EmbedFeed {
+  const int* picks = nullptr;
+  int n = 0;
+  int* kept = nullptr;
+};
 // x[r][:] = table[tokens[r]][:] widened to fp32. With norm (bf16 tables, hidden a multiple of 16): also the
 // first norm's folded input for the skinny kernel (MatvecFold::ss_in), xn[r][i] = norm[i] * x[r][i] and
 // ss[r][p] = the sum of squares of x[r][16 p .. 16 p + 16).
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
-                      cudaStream_t stream, const float* norm = nullptr, float* xn = nullptr, float* ss = nullptr);
+                      cudaStream_t stream, const float* norm = nullptr, float* xn = nullptr, float* ss = nullptr,
+                      const EmbedFeed& feed = {});
 
-// A chained window's metadata (run_chain): meta = the `words` staged words, its first n (the rows' tokens)
-// replaced by the previous window's picks, which are also kept in kept[0, n).
-void launch_stage_chain_step(int* meta, const int* staged, int words, const int* picks, int n, int* kept,
-                             cudaStream_t stream);
 
 // The GEMM path's bf16 inputs and fp32 outputs (forward.cpp). Plain: a matmul input of `rows` rows is their bf16
 // rounding, [rows][k]. Split: rows [rows, 2 rows) follow with the bf16 remainders (x - hi), so one GEMM of
