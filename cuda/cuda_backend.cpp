@@ -356,8 +356,7 @@ struct CudaBackend::Impl {
     // every block, paid once a wave: they win where every folded matmul of a one-to-eight-row window is one
     // wave of 16-output blocks (strata-tiny: 5-7 % a window) and cost 1-2 % at the 1B and 8B shapes
     // (docs/PERFORMANCE.md, run 61). STRATA_SKINNY_FOLD=0|1 overrides that for the benchmarks' comparisons.
-    const int widest = std::max({q_dim() + 2 * kv_dim(), cfg.hidden_size, cfg.intermediate_size});
-    fwd.skinny_fold = cuda::env_int("STRATA_SKINNY_FOLD", 0, 1, (widest + 15) / 16 <= sm_count ? 1 : 0) != 0;
+    fwd.skinny_fold = cuda::env_int("STRATA_SKINNY_FOLD", 0, 1, CudaBackend::skinny_folds(cfg) ? 1 : 0) != 0;
     // On those windows the QKV projection also carries the RoPE step, and the embedding and the LM head take
     // the first and final norms (same matmul sums; docs/PERFORMANCE.md run 96). STRATA_SKINNY_ROPE=0 and
     // STRATA_SKINNY_EDGE_FOLD=0 keep the separate launches, for comparisons.
@@ -878,6 +877,12 @@ std::vector<int32_t> CudaBackend::block_table(SlotId s) const {
   return impl_->book.block_table(s);
 }
 std::string CudaBackend::device_name() const { return impl_->name; }
+
+bool CudaBackend::skinny_folds(const ModelConfig& cfg) {
+  const int widest = std::max({(cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim, cfg.hidden_size,
+                               cfg.intermediate_size});
+  return (widest + 15) / 16 <= cuda::device_sm_count();
+}
 
 int CudaBackend::device_count() {
   int n = 0;

@@ -29,8 +29,9 @@ namespace strata {
 // to cuBLAS, which reads the weights at ~0.9 of the copy bandwidth from 32 rows on, while verify windows of up
 // to 16 rows stay on the skinny kernel, exact against single rows (docs/PERFORMANCE.md).
 constexpr int kServerGemmMinRows = 17;
-// The fused_gemv_rows of a draft model's backend in the server: its catch-up windows of a few rows take the
-// fused GEMV too (10 kernels a one-layer step instead of 17; drafting ~10 % faster on strata-tiny's pair).
+// The fused_gemv_rows of a draft model's backend in the server, unless the draft is small enough for the
+// skinny kernel's folded windows (CudaBackend::skinny_folds), which it then takes: its catch-up windows of a
+// few rows take the fused GEMV too (10 kernels a one-layer step instead of 17; drafting ~10 % faster on strata-tiny's pair).
 // The target keeps 0: its verify windows of 5 rows (an 8-row graph) are slower there than on the skinny
 // kernel (strata-tiny 0.255 against 0.231 ms), and its batch windows of 4-8 rows are slower at 8B (12.0 against
 // 6.9 ms for 8), though single rows are faster (8B 233 against 171 tok/s; docs/PERFORMANCE.md, runs 55-56).
@@ -160,6 +161,9 @@ class CudaBackend : public Backend {
 
   // How many CUDA devices are visible; 0 when there is no driver or no GPU (never throws): --device auto.
   static int device_count();
+  // Whether the skinny kernel folds the norms and residual adds of cfg's windows on device 0: every matmul
+  // of a window of up to 8 rows is one wave of 16-output blocks (small models; forward.cpp).
+  static bool skinny_folds(const ModelConfig& cfg);
 
   struct Impl;
 

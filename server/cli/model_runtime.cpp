@@ -89,10 +89,17 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
                          : shape.exact_verify  ? kServerGemmMinRows
                                                : 1;
     opts.fused_gemv_rows = shape.draft && !shape.batch_invariant ? kDraftFusedGemvRows : 0;
-    // STRATA_DRAFT_SKINNY=1 puts a draft model's windows on the skinny kernel instead, for comparisons.
-    if (const char* e = std::getenv("STRATA_DRAFT_SKINNY"); e && std::atoi(e) == 1 && shape.draft) {
-      opts.gemm_min_rows = kServerGemmMinRows;
-      opts.fused_gemv_rows = 0;
+    // A draft small enough for the skinny kernel's folded windows takes them instead (the QKV projection
+    // carries the RoPE step there, the embedding and LM head fold the norms): strata-tiny's draft drafts ~3 %
+    // faster so (docs/PERFORMANCE.md run 108); larger drafts keep the fused GEMV, faster at one row.
+    // STRATA_DRAFT_SKINNY=0|1 overrides the choice, for comparisons.
+    if (shape.draft && !shape.batch_invariant) {
+      bool skinny = CudaBackend::skinny_folds(model->config);
+      if (const char* e = std::getenv("STRATA_DRAFT_SKINNY"); e && *e) skinny = std::atoi(e) == 1;
+      if (skinny) {
+        opts.gemm_min_rows = kServerGemmMinRows;
+        opts.fused_gemv_rows = 0;
+      }
     }
     // STRATA_TARGET_FUSED_GEMV_ROWS (0-16) sets the target's, for benchmarks that compare the two.
     if (const char* e = std::getenv("STRATA_TARGET_FUSED_GEMV_ROWS"); e && *e && !shape.draft && !shape.batch_invariant)
