@@ -103,7 +103,6 @@ struct CudaBackend::Impl {
   SlotId scratch_slot = kNoSlot;
   int table_stride = 0;  // block-table entries per slot: ceil(max_context / block_size)
   int max_splits = 0;
-  int sm_count = 0;
   CudaMemoryReport mem;
 
   Impl(const Model& m, CudaBackendOptions o) : cfg(m.config), opts(o), host_pool(host_threads(o.host_threads)) {
@@ -112,7 +111,6 @@ struct CudaBackend::Impl {
     cudaDeviceProp prop{};
     STRATA_CUDA_CHECK(cudaGetDeviceProperties(&prop, opts.device));
     name = prop.name;
-    sm_count = prop.multiProcessorCount;
     spdlog::info("cuda: device {} ({}), compute capability {}.{}, {} SMs, {}", opts.device, name, prop.major,
                  prop.minor, prop.multiProcessorCount, gb(prop.totalGlobalMem));
     STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -443,8 +441,8 @@ struct CudaBackend::Impl {
   // The later steps of a chain as one graph: each step's forward pass reads its metadata where the one copy
   // put it (stride words apart) and takes its tokens from the previous step's picks (the embedding keeps them
   // for the host), so the steps follow one another through programmatic dependent launch, with no graph
-  // launch and no metadata written on the device between them. Null where a step shape's GEMMs have not been timed: timing runs a window eagerly, which a
-  // chain's steps cannot do before their tokens exist. The key holds the buffers the kernels were recorded
+  // launch and no metadata written on the device between them. Null where a step shape's GEMMs have not been
+  // timed: timing runs a window eagerly, which a chain's steps cannot do before their tokens exist. The key holds the buffers the kernels were recorded
   // with, so a reallocated buffer takes a new graph.
   using ChainKey = std::tuple<std::vector<cuda::WindowShape>, std::vector<int>, size_t, const void*, const void*>;
   std::map<ChainKey, std::unique_ptr<Graph>> fed_graphs;

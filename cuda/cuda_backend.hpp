@@ -161,8 +161,9 @@ class CudaBackend : public Backend {
 
   // How many CUDA devices are visible; 0 when there is no driver or no GPU (never throws): --device auto.
   static int device_count();
-  // Whether the skinny kernel folds the norms and residual adds of cfg's windows on device 0: every matmul
-  // of a window of up to 8 rows is one wave of 16-output blocks (small models; forward.cpp).
+  // Whether the skinny kernel folds the norms and residual adds of cfg's windows on the current device (the
+  // server's device 0): every matmul of a window of up to 8 rows is one wave of 16-output blocks (small
+  // models; forward.cpp).
   static bool skinny_folds(const ModelConfig& cfg);
 
   struct Impl;
