@@ -79,6 +79,12 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   if (shape.flash_tiles_cap > 0 && !(flash_long && flash_attention_supports(HD)))
     throw Error("cuda forward: a window with flash tiles needs the tensor-core attention and flash attention");
 
+  // STRATA_GEMV_RESIDUAL_EARLY=0: the o and down projections read their residual values after pdl_wait() (a
+  // measurement switch; the same values either way).
+  static const bool residual_early = env_int("STRATA_GEMV_RESIDUAL_EARLY", 0, 1, 1) != 0;
+  // STRATA_GEMV_ROPE_EARLY=0: the QKV projection's RoPE epilogue looks its table entries and KV cells up after
+  // pdl_wait() (a measurement switch; the same bits).
+  static const bool rope_early = env_int("STRATA_GEMV_ROPE_EARLY", 0, 1, 1) != 0;
   // y (op) W x on the fused GEMV, norm(x) first when norm is set.
   auto fused = [&](const DeviceMatrix& m, int n, const float* x, const float* norm, GemvEpilogue ep,
                    const float* bias, float* y, int rows = -1, const int* x_rows = nullptr,
@@ -96,6 +102,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.ep = ep;
     g.bias = bias;
     g.y = y;
+    g.y_settled = ep == GemvEpilogue::Residual && residual_early;  // o and down: y is two kernels back or more
+    g.rope_early = rope_early;
     if (pick_parts && ws.pick_value) {
       g.pick_value = ws.pick_value;
       g.pick_index = ws.pick_index;

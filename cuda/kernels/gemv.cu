@@ -6,7 +6,9 @@
 // lane its eight elements as two conflict-free 16-byte reads. The sub-layer's end rides in the epilogue: the
 // residual add (o and down projections), or SwiGLU on the gate and up rows of one task. Both buffers' first
 // weight loads go out before pdl_wait(): they do not depend on the previous kernel, so their fetch overlaps
-// its tail.
+// its tail. So do the epilogue's other reads that do not (the o / down residual values, written two kernels
+// back or more; the RoPE epilogue's table entries and KV cells): at the end they would be a round trip on the
+// critical path (H100: 1B +1.1 %, 8B +1.3 %, strata-tiny +2.6 % a token; docs/PERFORMANCE.md run 110).
 //
 // The QKV projection can carry the RoPE step too (the Rope epilogue): a task is then the pair of rows (i,
 // i + head_dim / 2) of one head, which is what a rotation needs, and the step's arithmetic (qkv_rope.cuh's
@@ -53,6 +55,7 @@ constexpr int kBlocksPerSm = 1;
 constexpr int kChunk = 256;         // elements of a weight row per warp load step (8 per lane)
 constexpr size_t kSmemMax = 220 * 1024;  // the staged rows' limit (the SM's 227 KB, less the static scratch)
 constexpr int kMaxRowsPerBlock = 8;      // rows a block stages and applies each weight load to
+constexpr int kPreRes = 2;  // Residual with a settled y: tasks a warp whose residual values are read before the wait
 
 // Float4 group g of the activation row lives at permuted(g): lane l's elements [8 l, 8 l + 8) of a chunk are
 // groups 2 l and 2 l + 1, stored at l and 32 + l of the chunk's 64, so each of a warp's two reads covers 32
@@ -76,6 +79,36 @@ __device__ __forceinline__ float dot8(const float (&w)[8], const float4& a, cons
   acc = fmaf(w[6], b.z, acc);
   acc = fmaf(w[7], b.w, acc);
   return acc;
+}
+
+// What the Rope epilogue looks up for the pair task of window row rr: the rotation's cos and sin (rotated heads)
+// and the pair's first KV cell (k and v heads).
+struct RopeAt {
+  float c = 1.0f, s = 0.0f;
+  size_t cell = 0;
+};
+__device__ __forceinline__ RopeAt rope_at(const QkvRopeParams& q, int task, int rr) {
+  const int half = q.head_dim / 2, h = task / half, i = task - h * half;
+  const int pos = q.pos[rr];
+  RopeAt r;
+  if (h < q.n_heads + q.n_kv_heads) {
+    const size_t t = size_t(pos) * size_t(half) + size_t(i);
+    r.c = q.cos[t];
+    r.s = q.sin[t];
+  }
+  if (h >= q.n_heads) r.cell = kv_head_at(q, h, q.slot[rr], pos) + size_t(i);
+  return r;
+}
+
+// *out = the entry of `task` among a warp's first kPreRes tasks (t0 on) read before the wait, when `early` and it
+// is one of them.
+template <class T>
+__device__ __forceinline__ bool early_entry(const T (&pre)[kPreRes], bool early, int task, int t0, T* out) {
+  bool have = false;
+#pragma unroll
+  for (int i = 0; i < kPreRes; ++i)
+    if (early && task == t0 + i) *out = pre[i], have = true;
+  return have;
 }
 
 // NR weight rows per task: 1, or 2 for SwiGLU (gate row j and up row n + j). A block serves up to RT rows
@@ -126,6 +159,28 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   uint4 A[NR][U], B[NR][U];
   if (total > 0) issue(0, A);
   if (total > 1) issue(1, B);
+  const int r0 = by * p.rows_per_block;
+  const int nr = min(p.rows_per_block, p.rows - r0);
+  // Residual with a settled y: lane r's residual values of row r for the warp's first kPreRes tasks, read now
+  // rather than on the epilogue's critical path (the same values either way).
+  float pre_res[kPreRes];
+  const bool res_early = EP == GemvEpilogue::Residual && p.y_settled;
+  if (res_early) {
+#pragma unroll
+    for (int i = 0; i < kPreRes; ++i)
+      pre_res[i] = lane < nr && t0 + i < t1 ? __ldcg(p.y + size_t(r0 + lane) * size_t(p.n) + size_t(t0 + i)) : 0.0f;
+  }
+  // Rope: lane r's table entries and KV cell of row r for the warp's first kPreRes tasks, looked up now (the
+  // positions, slots and block tables come from the host before the graph runs; the tables never change), so the
+  // epilogue's stores wait on no lookup.
+  RopeAt pre_rope[kPreRes];
+  // One-row blocks of 16 warps (the decode steps; the others would spill).
+  const bool rope_early = EP == GemvEpilogue::Rope && RT == 1 && kWarps == 16 && p.rope_early;
+  if (rope_early) {
+#pragma unroll
+    for (int i = 0; i < kPreRes; ++i)
+      if (lane < nr && t0 + i < t1) pre_rope[i] = rope_at(p.rope, t0 + i, r0 + lane);
+  }
   pdl_wait();  // the activations are the previous kernel's output
   pdl_launch_dependents();
   if (bx * kWarps * tasks_per_warp >= p.n) return;  // no task in this block (the same for all its threads)
@@ -134,8 +189,6 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   // of squares. The rows' loads, sums and reductions run side by side; each row's arithmetic is the one-row
   // kernel's (block_sum's tree, row by row).
   const int groups = chunks * (kChunk / 4), real = k / 4;
-  const int r0 = by * p.rows_per_block;
-  const int nr = min(p.rows_per_block, p.rows - r0);
   const float4* x4[RT];
 #pragma unroll
   for (int r = 0; r < RT; ++r) {
@@ -198,21 +251,18 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
     const QkvRopeParams& q = p.rope;
     const int hd = q.head_dim, half = hd / 2, h = task / half, i = task - h * half;
     const size_t at = size_t(h) * size_t(hd) + size_t(i);
-    const int pos = q.pos[rr];
+    RopeAt ra;
+    if (!early_entry(pre_rope, rope_early, task, t0, &ra)) ra = rope_at(q, task, rr);
     if (q.bias) a = __fadd_rn(a, q.bias[at]), b = __fadd_rn(b, q.bias[at + half]);
-    if (h < q.n_heads + q.n_kv_heads) {
-      const size_t t = size_t(pos) * size_t(half) + size_t(i);
-      rotate_pair(a, b, q.cos[t], q.sin[t], &a, &b);
-    }
+    if (h < q.n_heads + q.n_kv_heads) rotate_pair(a, b, ra.c, ra.s, &a, &b);
     if (h < q.n_heads) {
       float* y = p.y + size_t(rr) * size_t(2 * p.n);
       y[at] = a;
       y[at + half] = b;
     } else {
       void* base = h < q.n_heads + q.n_kv_heads ? q.kv.k : q.kv.v;
-      const size_t cell = kv_head_at(q, h, q.slot[rr], pos) + size_t(i);
-      store_kv(q.kv, base, cell, a);
-      store_kv(q.kv, base, cell + half, b);
+      store_kv(q.kv, base, ra.cell, a);
+      store_kv(q.kv, base, ra.cell + half, b);
     }
   };
   // Store with picks: lane r's best output of row r so far (pick_better's order).
@@ -246,7 +296,9 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
         if (pick_better(mine[0], task, best_v, best_i)) best_v = mine[0], best_i = task;
       } else if (EP == GemvEpilogue::Residual) {
         const float d = p.bias ? __fadd_rn(mine[0], p.bias[task]) : mine[0];
-        y[task] = __fadd_rn(__ldcg(y + task), d);
+        float res = 0.0f;
+        if (!early_entry(pre_res, res_early, task, t0, &res)) res = __ldcg(y + task);
+        y[task] = __fadd_rn(res, d);
       } else {
         const float g = mine[0], u = mine[NR - 1];
         y[task] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);

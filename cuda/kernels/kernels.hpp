@@ -190,6 +190,8 @@ struct MatvecFold {
                                      // the same sums (a row's bits do not depend on it)
   int pdl_mode = 0;                  // set by the launch from STRATA_MATVEC_PDL_MODE (matvec.cu; 0 unless
                                      // measuring)
+  bool rope_early = true;            // launch_matvec_qkv_rope: the RoPE tables' rows and KV cells looked up
+                                     // before pdl_wait() (false: in the epilogue; the same bits)
 };
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
                    const MatvecFold& fold = {});
@@ -234,6 +236,14 @@ struct GemvParams {
   GemvEpilogue ep = GemvEpilogue::Store;
   const float* bias = nullptr;  // Residual only, [n] or null
   float* y = nullptr;
+  // Residual only: y was last written two or more kernels back, and the kernel this launch follows triggers
+  // its dependents after its own pdl_wait() (or not at all): by this launch the kernel before that one has
+  // completed, and with it y's writer, so the residual values may be read before pdl_wait(). The forward's o
+  // and down projections qualify (y is the previous down's or the embedding's output, and o's).
+  bool y_settled = false;
+  // Rope only: the epilogue's table entries and KV cells looked up before pdl_wait() (they come from the host
+  // before the graph runs); false looks them up in the epilogue (a measurement switch, the same bits).
+  bool rope_early = true;
   int rows_per_block = 1;       // set by launch_gemv
   QkvRopeParams rope;           // Rope only
   // Store only, optional: each block's greedy pick among the outputs it wrote, for launch_argmax_parts: the

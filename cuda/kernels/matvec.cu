@@ -60,12 +60,34 @@ struct MatvecSmem {
   float fold_rows[16][kRows];
 };
 
-// Rope: a block's head of each of its 8 rows in shared memory for the RoPE step, and the rows' 1 / rms.
+// Rope: a block's head of each of its 8 rows in shared memory for the RoPE step, and the rows' 1 / rms; with
+// early lookups (MatvecFold::rope_early) also each row's cos / sin table rows and the head's KV cell.
 template <int MT>
 struct RopeHeads {
   float v[8][16 * MT];
   float inv[8];
+  float cs[8][8 * MT], sn[8][8 * MT];
+  long long cell[8];
 };
+
+// The early lookups for the head of rows r0 .. r0 + 7 (positions, slots and block tables come from the host
+// before the graph runs; the tables never change), so the epilogue's rotation and stores wait on none of them.
+template <int MT>
+__device__ __forceinline__ void rope_lookups(const QkvRopeParams& p, RopeHeads<MT>& hs, int head, int rows, int r0,
+                                             int nthreads) {
+  constexpr int half = 8 * MT;
+  const int nr = min(8, rows - r0);
+  const bool rotated = head < p.n_heads + p.n_kv_heads;
+  if (rotated)
+    for (int e = threadIdx.x; e < nr * half; e += nthreads) {
+      const int t = e / half, i = e - t * half;
+      const size_t at = size_t(p.pos[r0 + t]) * size_t(half) + size_t(i);
+      attn::cp_async4(&hs.cs[t][i], p.cos + at);  // no registers held: the block's cp_async_wait<0>() takes them
+      attn::cp_async4(&hs.sn[t][i], p.sin + at);
+    }
+  if (head >= p.n_heads && int(threadIdx.x) < nr)
+    hs.cell[threadIdx.x] = static_cast<long long>(kv_head_at(p, head, p.slot[r0 + threadIdx.x], p.pos[r0 + threadIdx.x]));
+}
 
 // The RoPE step in the QKV projection's epilogue (launch_matvec_qkv_rope): the block's 16 MT outputs are one
 // head (j0 = its first row of q | k | v) of up to 8 window rows. Each sum is formed as the Store epilogue
@@ -75,7 +97,7 @@ struct RopeHeads {
 template <int KW, int MT, bool Norm>
 __device__ __forceinline__ void rope_epilogue(const float (&red)[KW][MT * 4][32], const float* inv_rms,
                                               const QkvRopeParams& p, RopeHeads<MT>& hs, float* qkv, int n, int rows,
-                                              int r0, int j0) {
+                                              int r0, int j0, bool early) {
   constexpr int HD = 16 * MT;
   const int nr = min(8, rows - r0);
   for (int v = threadIdx.x; v < MT * 4 * 32; v += KW * 32) {
@@ -93,6 +115,7 @@ __device__ __forceinline__ void rope_epilogue(const float (&red)[KW][MT * 4][32]
   const int half = HD / 2;
   norm_rotate_heads(nr, is_q ? p.q_norm : is_k ? p.k_norm : nullptr, p.eps, is_q || is_k,
                     [&](int t) {
+                      if (early) return CosSin{hs.cs[t], hs.sn[t]};
                       const size_t at = size_t(p.pos[r0 + t]) * size_t(half);
                       return CosSin{p.cos + at, p.sin + at};
                     },
@@ -102,8 +125,8 @@ __device__ __forceinline__ void rope_epilogue(const float (&red)[KW][MT * 4][32]
     if (is_q) {
       qkv[size_t(r) * n + j0 + d] = hs.v[t][d];
     } else {
-      const size_t at = kv_head_at(p, head, p.slot[r], p.pos[r]) + size_t(d);
-      store_kv(p.kv, is_k ? p.kv.k : p.kv.v, at, hs.v[t][d]);
+      const size_t cell = early ? size_t(hs.cell[t]) : kv_head_at(p, head, p.slot[r], p.pos[r]);
+      store_kv(p.kv, is_k ? p.kv.k : p.kv.v, cell + size_t(d), hs.v[t][d]);
     }
   }
 }
@@ -172,6 +195,12 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
   // 0.161-0.171 with this form; docs/PERFORMANCE.md runs 102-103).
   if (fold.pdl_mode == 2) pdl_launch_dependents();
   if (fold.pdl_mode != 1) load_weights(warp);
+  // Rope at head_dim 64 (strata-tiny and its draft): the tables and cells looked up now. At 128 the lookups
+  // made the kernel spill, so they stay in the epilogue.
+  const bool rope_early = Rope && MT == 4 && fold.rope_early;
+  if constexpr (Rope) {
+    if (rope_early && j0 < n) rope_lookups<MT>(*rp, *heads, j0 / (16 * MT), rows, r0, KW * 32);
+  }
   pdl_wait();  // x is the previous kernel's output
   if (fold.pdl_mode == 1) load_weights(warp);
   if (fold.pdl_mode != 2) pdl_launch_dependents();
@@ -272,7 +301,7 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
       for (int e = 0; e < 4; ++e) red[warp][(m * NT + q) * 4 + e][lane] = acc[m][q][e];
   __syncthreads();
   if constexpr (Rope) {
-    rope_epilogue<KW, MT, Norm>(red, fold_rows[0], *rp, *heads, y, n, rows, r0, j0);
+    rope_epilogue<KW, MT, Norm>(red, fold_rows[0], *rp, *heads, y, n, rows, r0, j0, rope_early);
     return;
   }
   // The residual: y = y + (s + bias), rounded as launch_add_rmsnorm adds; a thread takes outputs j and j + 8 of
@@ -563,8 +592,12 @@ void launch_matvec_qkv_rope(const void* w, WType t, int n, int k, const float* x
     throw Error("cuda matvec: the QKV projection with RoPE takes no remainder rows or residual epilogue");
   const bool norm = fold.ss_in != nullptr;
   static const int pdl_mode = env_int("STRATA_MATVEC_PDL_MODE", 0, 2, 0);
+  // STRATA_SKINNY_ROPE_EARLY=0: the table rows and KV cells looked up in the epilogue instead of before the
+  // wait (a measurement switch; the same bits).
+  static const bool rope_early = env_int("STRATA_SKINNY_ROPE_EARLY", 0, 1, 1) != 0;
   MatvecFold fm = fold;
   fm.pdl_mode = pdl_mode;
+  fm.rope_early = fm.rope_early && rope_early;
   if (p.head_dim == 64)
     norm ? launch_qkv_rope_mt<4, true>(w, n, k, x, rows, qkv, fm, p, stream)
          : launch_qkv_rope_mt<4, false>(w, n, k, x, rows, qkv, fm, p, stream);

@@ -268,6 +268,14 @@ void check_gemv(const GemvCase& gc, std::mt19937& rng, cudaStream_t st) {
   REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
   const std::vector<float> again = download(dy, gc.n);
   REQUIRE(std::memcmp(again.data(), got.data(), got.size() * 4) == 0);
+  if (gc.ep == GemvEpilogue::Residual) {  // the residual values read before the wait: the same bits
+    REQUIRE(cudaMemcpy(dy.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+    p.y_settled = true;
+    launch_gemv(p, st);
+    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+    const std::vector<float> early = download(dy, gc.n);
+    REQUIRE(std::memcmp(early.data(), got.data(), got.size() * 4) == 0);
+  }
 }
 
 }  // namespace
@@ -279,12 +287,13 @@ TEST_CASE("the fused GEMV matches a host reference for every epilogue, with and 
   configure_gemv();
   std::mt19937 rng(23);
   // k: multiples of 8 that end inside a 256-element chunk (264, 2056) or a load step (1280), and a long row
-  // (14336, the 8B down projection); n: one output, fewer outputs than warps, and many outputs per warp.
+  // (14336, the 8B down projection); n: one output, fewer outputs than warps, and many outputs per warp (9000:
+  // more tasks a warp than the Residual epilogue reads before the wait).
   const std::vector<GemvCase> cases = {
       {1, 264, false, GemvEpilogue::Store},      {203, 2056, true, GemvEpilogue::Store},
       {5000, 1280, true, GemvEpilogue::Store},   {203, 2056, false, GemvEpilogue::Residual},
       {4096, 14336, false, GemvEpilogue::Residual}, {200, 264, true, GemvEpilogue::Swiglu},
-      {3000, 2048, false, GemvEpilogue::Swiglu},
+      {3000, 2048, false, GemvEpilogue::Swiglu}, {9000, 264, false, GemvEpilogue::Residual},
   };
   for (const GemvCase& gc : cases) check_gemv(gc, rng, st);
   cudaStreamDestroy(st);
@@ -506,6 +515,12 @@ struct RopeCheck {
     return qp;
   }
 
+  // The fused step's arenas back to the random bytes, for another run.
+  void reset_got() {
+    REQUIRE(cudaMemcpy(k_got.get(), fill.data(), arena_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(v_got.get(), fill.data(), arena_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+
   // The q values of each row (rows of `stride` floats; k and v went to the arenas) and both arenas, to the bit.
   void compare(const DeviceBuffer& q_ref, const DeviceBuffer& q_got, int stride) const {
     const std::vector<float> a = download(q_ref, size_t(rows) * stride), b = download(q_got, a.size());
@@ -538,10 +553,12 @@ TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue f
     KvType kv_type;
   };
   // GQA 4:1 at head_dim 64 on a bf16 arena, one and three rows (a row group of several rows); 1:1 at 128
-  // with a bias (Qwen2) on an fp32 arena; an inner dimension that ends inside a chunk.
+  // with a bias (Qwen2) on an fp32 arena; an inner dimension that ends inside a chunk; more pairs a warp than
+  // the epilogue looks up before the wait (64 / 16 heads of 128).
   const std::vector<Shape> shapes = {
       {8, 2, 64, 520, 1, true, false, KvType::BF16}, {8, 2, 64, 520, 3, true, false, KvType::BF16},
       {4, 4, 128, 256, 2, true, true, KvType::F32},  {4, 1, 64, 1032, 1, false, true, KvType::BF16},
+      {64, 16, 128, 264, 1, true, false, KvType::BF16},
   };
   for (const Shape& sh : shapes) {
     INFO("heads " << sh.heads << "/" << sh.kv_heads << " hd " << sh.hd << " k " << sh.k << " rows " << sh.rows
@@ -569,15 +586,20 @@ TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue f
     g.y = q_ref.get<float>();
     launch_gemv(g, st);
     launch_qkv_rope(q_ref.get<float>(), sh.rows, rc.params(true, sh.bias, false), st);
-    // The fused step: pairs of rows, q into y, k and v into the arena.
-    REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * qkv_rows * 4) == cudaSuccess);
-    g.n = qkv_rows / 2;
-    g.ep = GemvEpilogue::Rope;
-    g.y = q_got.get<float>();
-    g.rope = rc.params(false, sh.bias, false);
-    launch_gemv(g, st);
-    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
-    rc.compare(q_ref, q_got, qkv_rows);
+    // The fused step: pairs of rows, q into y, k and v into the arena; its lookups before the wait and after.
+    for (const bool early : {true, false}) {
+      INFO("lookups before the wait " << early);
+      REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * qkv_rows * 4) == cudaSuccess);
+      rc.reset_got();
+      g.n = qkv_rows / 2;
+      g.ep = GemvEpilogue::Rope;
+      g.y = q_got.get<float>();
+      g.rope = rc.params(false, sh.bias, false);
+      g.rope_early = early;
+      launch_gemv(g, st);
+      REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+      rc.compare(q_ref, q_got, qkv_rows);
+    }
   }
   // Refused: q/k norms, and an n that is not half the q | k | v rows.
   GemvParams bad;
@@ -701,11 +723,16 @@ TEST_CASE("the skinny kernel's QKV projection with the RoPE step gives the bits 
     if (sh.folded) f.ss_in = dss.get<float>(), f.eps = 1e-6f;
     launch_matvec(dw.get(), WType::BF16, n, sh.k, dx.get<float>(), sh.rows, q_ref.get<float>(), st, f);
     launch_qkv_rope(q_ref.get<float>(), sh.rows, rc.params(true, sh.bias, sh.qk_norm), st);
-    REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * n * 4) == cudaSuccess);
-    launch_matvec_qkv_rope(dw.get(), WType::BF16, n, sh.k, dx.get<float>(), sh.rows, q_got.get<float>(),
-                           rc.params(false, sh.bias, sh.qk_norm), st, f);
-    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
-    rc.compare(q_ref, q_got, n);
+    for (const bool early : {true, false}) {  // the tables and cells looked up before the wait, and after it
+      INFO("lookups before the wait " << early);
+      REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * n * 4) == cudaSuccess);
+      rc.reset_got();
+      f.rope_early = early;
+      launch_matvec_qkv_rope(dw.get(), WType::BF16, n, sh.k, dx.get<float>(), sh.rows, q_got.get<float>(),
+                             rc.params(false, sh.bias, sh.qk_norm), st, f);
+      REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+      rc.compare(q_ref, q_got, n);
+    }
   }
   // Refused, naming the problem: a head_dim without a block form, rows that are not q | k | v, a remainder.
   QkvRopeParams bad;
