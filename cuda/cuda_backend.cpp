@@ -240,7 +240,6 @@ struct CudaBackend::Impl {
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
         {cuda::meta_words_max(T, R) * 4, reinterpret_cast<void**>(&ws.meta)},
         {size_t(cfg.num_heads) * 4, reinterpret_cast<void**>(&ws.attn_counters)},
-        {T * size_t(cfg.num_kv_heads) * 4, reinterpret_cast<void**>(&ws.merge_counters)},
         {R * size_t(cuda::device_sm_count()) * 4, reinterpret_cast<void**>(&ws.pick_value)},
         {R * size_t(cuda::device_sm_count()) * 4, reinterpret_cast<void**>(&ws.pick_index)},
         {R * size_t(cuda::kLogprobWords) * 4, reinterpret_cast<void**>(&ws.logprobs)},
@@ -256,7 +255,6 @@ struct CudaBackend::Impl {
     ws.in16 = in16;
     ws.max_splits = max_splits;
     STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
-    STRATA_CUDA_CHECK(cudaMemset(ws.merge_counters, 0, T * size_t(cfg.num_kv_heads) * 4));  // launch_attention_tc
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
     gemm = std::make_unique<cuda::Gemm>(cublas, stream, cublas_ws.get(), cublas_ws.bytes(), opts.gemm_autotune);

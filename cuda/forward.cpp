@@ -172,10 +172,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   ap.out = ws.att;
   ap.out16 = in16;
   AttentionParams flash_ap = ap;  // the long tiles
-  // The tensor-core attention's last split block of each (tile, kv head) merges the splits (the combine
-  // kernel's bits, one launch fewer); STRATA_ATTN_MERGE=0 keeps the combine kernel (a measurement switch).
-  static const bool merge_in_attention = env_int("STRATA_ATTN_MERGE", 0, 1, 1) != 0;
-  if (merge_in_attention) ap.merge_counters = ws.merge_counters;
   flash_ap.tile_first = ws.meta + L.flash_tile_first;
   flash_ap.tile_rows = ws.meta + L.flash_tile_rows;
   flash_ap.n_tiles = ws.meta + L.n_flash_tiles;

@@ -33,7 +33,6 @@ struct Workspace {
   float* ss = nullptr;       // [T][ceil(hidden / 16)]: partial sums of squares of x (MatvecFold)
   int32_t* meta = nullptr;   // the window's metadata block (window_meta.hpp)
   int* attn_counters = nullptr;  // [n_heads]: launch_attention_row's split counters
-  int* merge_counters = nullptr; // [rows][n_kv_heads]: the tensor-core attention's merge counters (zeroed once)
   float* pick_value = nullptr;   // [R][SM count]: the fused GEMV LM head's per-block picks (launch_argmax_parts)
   int* pick_index = nullptr;
   int max_splits = 0;

@@ -54,6 +54,7 @@ static_assert(kWarps == 2 * (kS / 32), "warps 0-3 copy the split's K rows, warps
 static_assert(kMaxQ % 4 == 0, "score groups of 2 or 4 query vectors must stay inside the q buffer");
 
 constexpr int kCombineWarps = 4;  // heads per combine block
+constexpr int kCombineBatch = 8;  // splits whose partials are loaded together
 
 // Shared memory in float4 units: q [kMaxQ][hd4], K [kS][ks4], V [kS][vs4] (or V in K's buffer), P [kMaxQ][kS].
 // Rows are head_dim rounded up to 4 floats; the padding of q and K is zero.
@@ -319,14 +320,89 @@ __global__ void __launch_bounds__(kThreads, 2) attention_partial(AttentionParams
   }
 }
 
-// The combine kernel: a warp per (row, head), attn::merge_splits.
+// Merges a row's splits: weights w_s = exp(m_s - M) against the largest split max M, L = sum l_s w_s, out =
+// (sum acc_s w_s) / L. A warp per (row, head); lane l holds dimensions l, l + 32, ... (kDims of them). The
+// partials are read kCombineBatch splits at a time, all loads of a batch before its FMAs, and the first batch
+// together with the position and the first 32 (m, l) (entries past the row's splits are in bounds and
+// ignored), so a row of up to kCombineBatch splits waits for one round trip.
 template <int kDims>
 __global__ void __launch_bounds__(kCombineWarps * 32) attention_combine(AttentionParams a) {
   pdl_wait();
   pdl_launch_dependents();
+  const int lane = threadIdx.x & 31;
   const int r = blockIdx.x, h = blockIdx.y * kCombineWarps + (threadIdx.x >> 5);
   if (h >= a.n_heads) return;  // no block barrier below
-  merge_splits<kDims>(a, r, h, threadIdx.x & 31);
+  const int hd = a.head_dim;
+  const size_t cell0 = (size_t(r) * a.n_heads + h) * a.max_splits;
+  const float* acc = a.part_acc + cell0 * hd;
+  const float* ml = a.part_ml + cell0 * 2;  // (m, l) of split s at 2 s
+
+  float v[kCombineBatch][kDims];
+  const int nfirst = min(kCombineBatch, a.max_splits);
+#pragma unroll
+  for (int k = 0; k < kCombineBatch; ++k)
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) {
+      const int d = lane + 32 * e;
+      v[k][e] = k < nfirst && d < hd ? acc[size_t(k) * hd + d] : 0.0f;
+    }
+  const float m0 = lane < a.max_splits ? ml[2 * lane] : -INFINITY;
+  const float l0 = lane < a.max_splits ? ml[2 * lane + 1] : 0.0f;
+  const int ns = a.pos[r] / kS + 1;
+
+  float M = lane < ns ? m0 : -INFINITY;
+  for (int sp = lane + 32; sp < ns; sp += 32) M = fmaxf(M, ml[2 * sp]);
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) M = fmaxf(M, __shfl_xor_sync(kFull, M, o));
+  float Lsum = 0.0f, wc = 0.0f;  // wc: the weight of split (lane + 32 * chunk)
+  if (lane < ns) {
+    wc = expf(m0 - M);
+    Lsum = __fmaf_rn(l0, wc, Lsum);
+  }
+  for (int sp = lane + 32; sp < ns; sp += 32) Lsum = __fmaf_rn(ml[2 * sp + 1], expf(ml[2 * sp] - M), Lsum);
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) Lsum = __fadd_rn(Lsum, __shfl_xor_sync(kFull, Lsum, o));
+
+  float out[kDims];
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) out[e] = 0.0f;
+  static_assert(32 % kCombineBatch == 0, "a batch never straddles 32 splits");
+  for (int sp0 = 0; sp0 < ns; sp0 += kCombineBatch) {  // warp-uniform
+    if (sp0 > 0) {
+      if ((sp0 & 31) == 0) {
+        const int s2 = sp0 + lane;
+        wc = s2 < ns ? expf(ml[2 * s2] - M) : 0.0f;
+      }
+#pragma unroll
+      for (int k = 0; k < kCombineBatch; ++k)
+#pragma unroll
+        for (int e = 0; e < kDims; ++e) {
+          const int d = lane + 32 * e, sp = sp0 + k;
+          v[k][e] = sp < ns && d < hd ? acc[size_t(sp) * hd + d] : 0.0f;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < kCombineBatch; ++k) {
+      if (sp0 + k < ns) {  // warp-uniform
+        const float w = __shfl_sync(kFull, wc, (sp0 + k) & 31);
+#pragma unroll
+        for (int e = 0; e < kDims; ++e) out[e] = __fmaf_rn(v[k][e], w, out[e]);
+      }
+    }
+  }
+
+  __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16.p);
+  const size_t rem = a.out16.split ? size_t(a.rows) * a.n_heads * hd : 0;
+  const size_t o0 = size_t(r) * a.n_heads * hd + size_t(h) * hd;
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) {
+    const int d = lane + 32 * e;
+    if (d < hd) {
+      const float o = __fdiv_rn(out[e], Lsum);
+      a.out[o0 + d] = o;
+      if (out16) store_bf16_split(out16 + o0 + d, rem, o);
+    }
+  }
 }
 
 }  // namespace

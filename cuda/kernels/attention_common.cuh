@@ -1,15 +1,12 @@
 // What the two forms of the attention partial kernel share (attention.cu: the split staged whole;
 // attention_batch.cu: K/V streamed through a ring): the cp.async helpers and the two pieces of arithmetic that
 // must be the same in both for a row to get the same bits from either, the split's softmax and the final add
-// of P.V's four position classes; and the merge of a row's splits, which the combine kernel runs after every
-// split-wise form and the tensor-core kernel's last split block runs in place of it (attention_decode.cu).
+// of P.V's four position classes.
 #pragma once
-#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 
 namespace strata {
@@ -95,90 +92,6 @@ __device__ __forceinline__ void store_pv(float* dst, float4 o, int d4, int hd) {
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       if (4 * d4 + e < hd) dst[e] = ov[e];
-  }
-}
-
-constexpr int kCombineBatch = 8;  // splits whose partials merge_splits loads together
-
-// Merges a row's splits: weights w_s = exp(m_s - M) against the largest split max M, L = sum l_s w_s, out =
-// (sum acc_s w_s) / L. A warp per (row, head); lane l holds dimensions l, l + 32, ... (kDims of them). The
-// partials are read kBatch splits at a time, all loads of a batch before its FMAs, and the first batch
-// together with the position and the first 32 (m, l) (entries past the row's splits are in bounds and
-// ignored), so a row of up to kBatch splits waits for one round trip; kBatch changes no sum's order. The partials are read through
-// the L2 (ld.global.cg): the tensor-core attention's last split block merges splits other SMs wrote in the
-// same launch (and its own SM may hold an earlier layer's lines of the same cells).
-template <int kDims, int kBatch = kCombineBatch>
-__device__ __forceinline__ void merge_splits(const AttentionParams& a, int r, int h, int lane) {
-  const int hd = a.head_dim;
-  const size_t cell0 = (size_t(r) * a.n_heads + h) * a.max_splits;
-  const float* acc = a.part_acc + cell0 * hd;
-  const float* ml = a.part_ml + cell0 * 2;  // (m, l) of split s at 2 s
-
-  float v[kBatch][kDims];
-  const int nfirst = min(kBatch, a.max_splits);
-#pragma unroll
-  for (int k = 0; k < kBatch; ++k)
-#pragma unroll
-    for (int e = 0; e < kDims; ++e) {
-      const int d = lane + 32 * e;
-      v[k][e] = k < nfirst && d < hd ? __ldcg(acc + size_t(k) * hd + d) : 0.0f;
-    }
-  const float m0 = lane < a.max_splits ? __ldcg(ml + 2 * lane) : -INFINITY;
-  const float l0 = lane < a.max_splits ? __ldcg(ml + 2 * lane + 1) : 0.0f;
-  const int ns = a.pos[r] / kSplit + 1;
-
-  float M = lane < ns ? m0 : -INFINITY;
-  for (int sp = lane + 32; sp < ns; sp += 32) M = fmaxf(M, __ldcg(ml + 2 * sp));
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) M = fmaxf(M, __shfl_xor_sync(kFull, M, o));
-  float Lsum = 0.0f, wc = 0.0f;  // wc: the weight of split (lane + 32 * chunk)
-  if (lane < ns) {
-    wc = expf(m0 - M);
-    Lsum = __fmaf_rn(l0, wc, Lsum);
-  }
-  for (int sp = lane + 32; sp < ns; sp += 32) Lsum = __fmaf_rn(__ldcg(ml + 2 * sp + 1), expf(__ldcg(ml + 2 * sp) - M), Lsum);
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) Lsum = __fadd_rn(Lsum, __shfl_xor_sync(kFull, Lsum, o));
-
-  float out[kDims];
-#pragma unroll
-  for (int e = 0; e < kDims; ++e) out[e] = 0.0f;
-  static_assert(32 % kBatch == 0, "a batch never straddles 32 splits");
-  for (int sp0 = 0; sp0 < ns; sp0 += kBatch) {  // warp-uniform
-    if (sp0 > 0) {
-      if ((sp0 & 31) == 0) {
-        const int s2 = sp0 + lane;
-        wc = s2 < ns ? expf(__ldcg(ml + 2 * s2) - M) : 0.0f;
-      }
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k)
-#pragma unroll
-        for (int e = 0; e < kDims; ++e) {
-          const int d = lane + 32 * e, sp = sp0 + k;
-          v[k][e] = sp < ns && d < hd ? __ldcg(acc + size_t(sp) * hd + d) : 0.0f;
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k) {
-      if (sp0 + k < ns) {  // warp-uniform
-        const float w = __shfl_sync(kFull, wc, (sp0 + k) & 31);
-#pragma unroll
-        for (int e = 0; e < kDims; ++e) out[e] = __fmaf_rn(v[k][e], w, out[e]);
-      }
-    }
-  }
-
-  __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16.p);
-  const size_t rem = a.out16.split ? size_t(a.rows) * a.n_heads * hd : 0;
-  const size_t o0 = size_t(r) * a.n_heads * hd + size_t(h) * hd;
-#pragma unroll
-  for (int e = 0; e < kDims; ++e) {
-    const int d = lane + 32 * e;
-    if (d < hd) {
-      const float o = __fdiv_rn(out[e], Lsum);
-      a.out[o0 + d] = o;
-      if (out16) store_bf16_split(out16 + o0 + d, rem, o);
-    }
   }
 }
 

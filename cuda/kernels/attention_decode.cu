@@ -2,8 +2,7 @@
 // batches, with the single rows and short tiles that share their windows (launch_attention_tc in
 // kernels.hpp), from a bf16 KV arena. Same inputs and outputs as launch_attention: a block per (query tile,
 // kv head, split of kAttnSplit positions) writes the split's (max, sum) and unnormalized P.V of every query
-// vector it serves to part_ml / part_acc, and attention.cu's combine kernel merges the splits, or, given
-// merge counters, the last split block of each (tile, kv head) does (AttentionParams::merge_counters).
+// vector it serves to part_ml / part_acc, and attention.cu's combine kernel merges the splits.
 //
 // Why a new kernel: the fp32 kernels spend their time on shared-memory traffic and arithmetic, not on the
 // K/V bytes (128 decode rows of the 8B shape: 154 us per layer from fp32, 174 from bf16, where the bytes
@@ -101,10 +100,7 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   constexpr int KS = HD / 16, NB = HD / 8, U = HD / 8, kMergeRows = S::kMergeRows;
   constexpr int DP = S::DP, NBP = NB / DP, HP = HD / DP;
   static_assert(kM * kQLd<HD> * 4 <= kWarps * kMergeRows * S::MLD * 4, "a chunk's staged q fits the merge buffer");
-  // With the combine kernel next, it may launch now (it waits for this one); when the splits merge here, the
-  // dependents (the o projection) launch once the last split block of every (tile, kv head) is merging.
-  const bool merge_here = a.merge_counters != nullptr;
-  if (!merge_here) pdl_launch_dependents();
+  pdl_launch_dependents();
   extern __shared__ __align__(16) unsigned char smem[];
   __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(smem + S::k_off);
   __nv_bfloat16* vs = reinterpret_cast<__nv_bfloat16*>(smem + S::v_off);
@@ -321,24 +317,6 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
     }
     __syncthreads();  // the next chunk rewrites sML and the merge buffer
   }
-  if (!merge_here) return;
-  // The splits of this (tile, kv head) that run: those up to the tile's last position. The block that counts
-  // last merges the tile's rows for the group's heads, as the combine kernel does (attn::merge_splits, the
-  // same bits), and leaves the counter zero for the next launch.
-  __shared__ int s_last;
-  int* counter = a.merge_counters + tile * a.n_kv_heads + g;
-  const int n_run = (p0 + nq - 1) / kS + 1;
-  __threadfence();  // every thread's partials, before the block's count
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(counter, 1) == n_run - 1;
-  __syncthreads();
-  if (!s_last) return;
-  pdl_launch_dependents();
-  if (tid == 0) *counter = 0;
-  __threadfence();  // the other blocks' partials, after their counts
-  // Batches of 4 splits (the combine kernel loads 8): fewer registers, the same sums.
-  for (int item = warp; item < nq * G; item += kWarps)
-    merge_splits<HD / 32, 4>(a, row0 + item / G, g * G + item % G, lane);
 }
 
 template <int HD, bool kLean>
@@ -390,7 +368,7 @@ void launch_attention_tc(const AttentionParams& a, cudaStream_t stream) {
   if (a.head_dim == 64) launch_hd<64>(a, grid, stream);
   else launch_hd<128>(a, grid, stream);
   STRATA_CUDA_CHECK_LAUNCH();
-  if (!a.merge_counters) launch_combine(a, stream);
+  launch_combine(a, stream);
 }
 
 }  // namespace cuda

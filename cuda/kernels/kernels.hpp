@@ -118,10 +118,6 @@ struct AttentionParams {
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
   bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
-  // launch_attention_tc only, optional: [max_tiles][n_kv_heads] counters, zero before the first launch (each
-  // launch leaves them zero). The last split block of each (tile, kv head) then merges the splits in place of
-  // the combine kernel, with its arithmetic (the same bits).
-  int* merge_counters = nullptr;
 };
 
 size_t attention_smem_bytes(int head_dim);

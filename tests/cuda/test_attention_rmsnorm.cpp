@@ -243,16 +243,7 @@ class AttnFixture {
       // The counters are back at zero: the next launch merges again.
       for (int c : counters_.get()) REQUIRE(c == 0);
     } else if (tc) {
-      Dev<int> merge{size_t(n_tiles + extra_tiles) * size_t(sh.n_kv_heads)};
-      if (tc_merge) {
-        merge.put(std::vector<int>(merge.n, 0));
-        ap.merge_counters = merge.p;
-      }
       launch_attention_tc(ap, nullptr);
-      CU(cudaDeviceSynchronize());
-      // The merge counters are back at zero: the next launch merges again.
-      if (tc_merge)
-        for (int c : merge.get()) REQUIRE(c == 0);
     } else {
       launch_attention(ap, nullptr);
     }
@@ -278,7 +269,6 @@ class AttnFixture {
   bool arena16 = false;  // run() reads the bf16 arena (a fixture made with bf16 only)
   bool tc = false;       // run() takes launch_attention_tc (needs arena16)
   bool tc_lean = false;  // ... its lean variant
-  bool tc_merge = false; // ... with merge counters: its last split blocks merge the splits (no combine kernel)
   bool row = false;      // run() takes launch_attention_row (one-row windows)
 
  private:
@@ -564,20 +554,6 @@ TEST_CASE("tensor-core attention on a bf16 arena matches the host reference: dec
       check_reference(f, few);
       check_reference(f, few, 5);
       check_reference(f, big);
-      // The splits merged by each (tile, kv head)'s last split block: the combine kernel's bits.
-      f.tc_merge = true;
-      check_reference(f, few, 5);
-      for (const AttnWindow* w : {&few, &big}) {
-        const AttnFixture::Out merged = f.run(*w, 3, 2), combined = [&] {
-          f.tc_merge = false;
-          AttnFixture::Out o = f.run(*w, 3, 2);
-          f.tc_merge = true;
-          return o;
-        }();
-        CHECK(merged.pad_untouched);
-        CHECK(same_bits(merged.out.data(), combined.out.data(), merged.out.size()));
-        CHECK(merged.out16 == combined.out16);
-      }
     }
   }
 }

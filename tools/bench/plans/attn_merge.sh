@@ -1,7 +1,8 @@
 # device_call.sh plan (run 112): the tensor-core attention's last split block of each (tile, kv head) merging
 # the splits in place of the combine kernel (default; STRATA_ATTN_MERGE=0 keeps the combine kernel), against
 # the build before it (.devcarry/old.txz, 8c8c31c), alternated: 1B and 8B decode, strata-tiny's windows on
-# both paths, spec1; the attention and window tests first, the whole suite last.
+# both paths, spec1; the attention and window tests first, the whole suite last. Measured slower everywhere;
+# the merge's code is at commit "the tensor-core attention's last split block merges the splits", reverted.
 $S $B info
 . tools/bench/plans/lib.sh
 mkdir -p .devcarry/old && tar xJf .devcarry/old.txz -C .devcarry/old && ln -sfn "$(readlink -f $B)/lib" .devcarry/old/lib
