@@ -185,7 +185,7 @@ bool parse_on_off(const char* arg, bool* out) {
 int usage(const char* name) {
   std::fprintf(stderr,
                "usage: %s --model DIR [--prompt P] [--tokens N] [--batch B1,B2,...] [--prefill L1,L2,...] [--device D] "
-               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile] [--trace FILE]\n",
+               "[--mixed B:P,...] [--matvec] [--gemm-min-rows N] [--split-gemm-max-rows N] [--kv-cache-dtype bf16|f32] [--fused-gemv on|off] [--fused-gemv-rows N] [--fused-row-attention on|off] [--attention-tc on|off] [--attention-tc-lean auto|on|off] [--attention-short-tiles on|off] [--attention-prompt-flash on|off] [--gemm-autotune on|off] [--profile] [--trace FILE] [--trace-windows N]\n",
                name);
   return 2;
 }
@@ -195,6 +195,7 @@ int usage(const char* name) {
 int run_bench_command(int argc, char** argv) {
   const char* name = argc > 0 ? argv[0] : "bench";
   std::string model_dir, trace_path;
+  int trace_windows = 1;
   int prompt = 256, tokens = 256, device = 0;
   bool matvec = false, profile = false;
   bool fused_gemv = CudaBackendOptions{}.fused_gemv, fused_row_attention = CudaBackendOptions{}.fused_row_attention;
@@ -230,6 +231,8 @@ int run_bench_command(int argc, char** argv) {
       matvec = true;
     } else if (!std::strcmp(argv[i], "--trace") && has_value) {
       trace_path = argv[++i];  // one more decode window per batch size, its kernel timeline to this CSV
+    } else if (!std::strcmp(argv[i], "--trace-windows") && has_value) {
+      trace_windows = std::max(1, std::atoi(argv[++i]));  // consecutive windows in the trace (the host's gap between)
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;  // only the last two decode windows of each batch size run inside cudaProfilerStart/Stop
     } else if (!std::strcmp(argv[i], "--gemm-min-rows") && has_value) {
@@ -306,7 +309,7 @@ int run_bench_command(int argc, char** argv) {
     }
     // A mixed configuration decodes 2 x (1 + mixed_steps) windows past the prompt (timed below).
     const int mixed_steps = std::max(4, std::min(tokens, 64) / 2);
-    const int slot_context = std::max(prompt + tokens + 1, mixed.empty() ? 0 : prompt + 2 * (1 + mixed_steps) + 1);
+    const int slot_context = std::max(prompt + tokens + trace_windows, mixed.empty() ? 0 : prompt + 2 * (1 + mixed_steps) + 1);
     CudaBackendOptions o;
     o.max_slots = max_batch;
     o.max_context = std::max(slot_context, longest);
@@ -403,11 +406,11 @@ int run_bench_command(int argc, char** argv) {
       std::printf("decode_batch%d prompt=%d tokens=%d tok_s=%.1f %s=%.3f roofline_fraction=%.3f picks_fnv=%016llx\n",
                   B, prompt, tokens, win_s * B, B == 1 ? "ms_per_token" : "ms_per_window", 1e3 * sb / (tokens - 1),
                   bytes_per_token * win_s / bw, static_cast<unsigned long long>(picks_hash));
-      if (!trace_path.empty()) {  // after the timed steps: one more window, traced (FILE at batch 1, FILE.bB above)
+      if (!trace_path.empty()) {  // after the timed steps: --trace-windows more windows, traced (FILE at batch 1, FILE.bB above)
         const std::string path = B == 1 ? trace_path : trace_path + ".b" + std::to_string(B);
         cuda::KernelTrace trace;
         trace.start();
-        step(prompt + tokens);
+        for (int i = 0; i < trace_windows; ++i) step(prompt + tokens + i);
         const auto records = trace.stop();
         cuda::write_kernel_trace_csv(records, path);
         std::printf("trace %s: %zu block records of %llu blocks arrived\n", path.c_str(), records.size(),

@@ -10,6 +10,7 @@ that say where a step's time goes:
 Times are microseconds from the first release. %globaltimer's resolution bounds what the spans can show.
 
   tools/bench/trace_summary.py trace.csv [--layers N [--head H]]   (also the held time by position in a layer)
+  tools/bench/trace_summary.py trace.csv --windows N               (a --trace-windows N trace: the host's gaps)
 """
 import argparse
 import csv
@@ -44,9 +45,28 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--layers", type=int, default=0, help="layers of the model, to fold the launches per layer")
     ap.add_argument("--head", type=int, default=1, help="launches before the first layer's (default 1)")
+    ap.add_argument("--windows", type=int, default=1,
+                    help="consecutive replays of one graph in the trace (--trace-windows): their gaps, then window 0")
     args = ap.parse_args()
     with open(args.csv) as f:
         records = list(csv.DictReader(f))
+    if args.windows > 1:
+        # A replay's launches keep their grid ids, so each block's records are its windows in time order. The
+        # gap is from a window's last wait release (its final launch, which has little left to do) to the next
+        # window's first block arriving: what the host spends between two windows, plus the launch latency.
+        per_block = defaultdict(list)
+        for r in records:
+            per_block[(r["grid_id"], r["block"])].append(r)
+        windows = [[] for _ in range(args.windows)]
+        for rows in per_block.values():
+            rows.sort(key=lambda r: int(r["start_ns"]))
+            for k, r in enumerate(rows[:args.windows]):
+                windows[k].append(r)
+        spans = [(min(int(r["start_ns"]) for r in w), max(int(r["release_ns"]) for r in w)) for w in windows if w]
+        for k in range(len(spans) - 1):
+            print(f"window {k}: {(spans[k][1] - spans[k][0]) / 1e3:.1f} us first arrival to last release, "
+                  f"then {(spans[k + 1][0] - spans[k][1]) / 1e3:.1f} us to window {k + 1}'s first arrival")
+        records = windows[0]
     grids = group_launches(records)
     launches = []
     for gid, rows in enumerate(grids):
