@@ -32,7 +32,6 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/env.hpp"
-#include "cuda/kernels/attention_common.cuh"
 #include "cuda/kernels/device_math.cuh"
 #include "cuda/kernels/kernels.hpp"
 #include "cuda/kernels/launch.cuh"
@@ -119,9 +118,8 @@ __device__ __forceinline__ bool early_entry(const T (&pre)[kPreRes], bool early,
 // With NORM the rows are staged as norm * x and each sum is scaled by its row's 1 / rms at the end, so one
 // block barrier (the staging's) stands between the activations' arrival and the first FMA.
 template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
-__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp,
-                                                                         int pre_steps) {
-  extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s; then the prefetched steps (below)
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
+  extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
   __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
   __shared__ float pick_v[kWarps][RT];  // Store with picks: each warp's best output of each row
   __shared__ int pick_i[kWarps][RT];
@@ -161,41 +159,6 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   uint4 A[NR][U], B[NR][U];
   if (total > 0) issue(0, A);
   if (total > 1) issue(1, B);
-  // Steps 2 .. 1 + pre_steps go to shared memory before the wait too (cp.async, each lane its own pieces, so
-  // no barrier), past the staged rows: a block that arrives while the previous kernel's last blocks still run
-  // streams that much more of its matrix meanwhile. They are read back into the buffers in place of loads.
-  uint4* pf = reinterpret_cast<uint4*>(xs + size_t(p.rows_per_block) * ((k + kChunk - 1) / kChunk) * (kChunk / 4));
-  auto pf_at = [&](int j, int r, int u) -> uint4* {
-    return pf + ((size_t(j) * kWarps + warp) * (NR * U) + size_t(r) * U + u) * 32 + lane;
-  };
-  const int pre = min(pre_steps, max(0, total - 2));
-  for (int j = 0; j < pre; ++j) {
-    const int s = 2 + j, task = t0 + s / steps, st = s % steps;
-#pragma unroll
-    for (int r = 0; r < NR; ++r) {
-      const __nv_bfloat16* row = w + weight_row(task, r) * size_t(k);
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int e = ((st * U + u) * 32 + lane) * 8;
-        if (e < k) attn::cp_async16(pf_at(j, r, u), row + e);
-        else *pf_at(j, r, u) = make_uint4(0, 0, 0, 0);
-      }
-    }
-  }
-  attn::cp_async_commit();
-  bool pf_ready = false;
-  // Step s into buffer b: from shared memory when it was prefetched, else from global memory.
-  auto refill = [&](int s, uint4(&b)[NR][U]) {
-    if (s - 2 < pre) {
-      if (!pf_ready) attn::cp_async_wait<0>(), pf_ready = true;
-#pragma unroll
-      for (int r = 0; r < NR; ++r)
-#pragma unroll
-        for (int u = 0; u < U; ++u) b[r][u] = *pf_at(s - 2, r, u);
-    } else {
-      issue(s, b);
-    }
-  };
   const int r0 = by * p.rows_per_block;
   const int nr = min(p.rows_per_block, p.rows - r0);
   // Residual with a settled y: lane r's residual values of row r for the warp's first kPreRes tasks, read now
@@ -367,10 +330,10 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvPar
   // A buffer is refilled as soon as it has been consumed, so one is always in flight behind the other.
   for (int s = 0; s < total; s += 2) {
     consume(s, A);
-    if (s + 2 < total) refill(s + 2, A);
+    if (s + 2 < total) issue(s + 2, A);
     if (s + 1 < total) {
       consume(s + 1, B);
-      if (s + 3 < total) refill(s + 3, B);
+      if (s + 3 < total) issue(s + 3, B);
     }
   }
   if (EP == GemvEpilogue::Store && p.pick_value) {  // the block's best of each row, warps in order
@@ -432,39 +395,22 @@ Layout layout_for(int n, int rows_per_block, bool norm) {
   return {false, narrow, tpw_narrow};
 }
 
-// STRATA_GEMV_PREFETCH (0-4, read once): the most weight steps a warp asks for into shared memory before the
-// wait (default 3; 0 keeps only the two register buffers), for measurements; it changes no bits.
-int prefetch_cap() {
-  static const int v = env_int("STRATA_GEMV_PREFETCH", 0, 4, 3);
-  return v;
-}
-
-// Steps a warp prefetches into shared memory (the kernel's pre_steps): as many as its tasks have past the two
-// register buffers, up to the cap, that fit beside the staged rows. A step of every warp is the block's loads in
-// flight of one buffer (kWarps x kLoads 16-byte pieces a lane).
-int prefetch_steps(const GemvParams& p, int warps, int loads, int nr, int tpw, size_t stage) {
-  const int u = loads / nr, chunks = (p.k + kChunk - 1) / kChunk;
-  const int total = tpw * ((chunks + u - 1) / u);
-  const size_t slot = size_t(warps) * size_t(loads) * 32 * 16;
-  const int fit = stage < kSmemMax ? int((kSmemMax - stage) / slot) : 0;
-  return std::max(0, std::min({prefetch_cap(), total - 2, fit}));
-}
-
 template <int NR, GemvEpilogue EP, bool NORM, int RT>
 void launch_rt(GemvParams p, cudaStream_t stream) {
-  const size_t stage = smem_for(p.k) * size_t(p.rows_per_block);
+  const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
   const int row_groups = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
   const Layout L = layout_for(p.n, p.rows_per_block, NORM);
-  auto launch = [&](auto kernel, int warps, int loads) {
-    const int pre = prefetch_steps(p, warps, loads, NR, L.tpw, stage);
-    const size_t smem = stage + size_t(pre) * size_t(warps) * size_t(loads) * 32 * 16;
-    launch_kernel(kernel, dim3(L.blocks, row_groups), dim3(warps * 32), smem, stream, p, L.tpw, pre);
-    STRATA_CUDA_CHECK_LAUNCH();
-  };
   if constexpr (RT == 1 && !NORM) {
-    if (L.wide) return launch(gemv_kernel<NR, EP, NORM, 32, 4, RT>, 32, 4);
+    if (L.wide) {
+      launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(L.blocks, row_groups), dim3(32 * 32), smem, stream, p,
+                    L.tpw);
+      STRATA_CUDA_CHECK_LAUNCH();
+      return;
+    }
   }
-  launch(gemv_kernel<NR, EP, NORM, 16, 8, RT>, 16, 8);
+  launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, dim3(L.blocks, row_groups), dim3(16 * 32), smem, stream, p,
+                L.tpw);
+  STRATA_CUDA_CHECK_LAUNCH();
 }
 
 template <int NR, GemvEpilogue EP, bool NORM>
