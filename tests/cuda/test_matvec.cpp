@@ -515,10 +515,19 @@ struct RopeCheck {
     return qp;
   }
 
-  // The fused step's arenas back to the random bytes, for another run.
-  void reset_got() {
-    REQUIRE(cudaMemcpy(k_got.get(), fill.data(), arena_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
-    REQUIRE(cudaMemcpy(v_got.get(), fill.data(), arena_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  // The fused step run(early) with its lookups before the wait (true) and after it (false), each on fresh q
+  // rows and arenas, compared with the reference to the bit.
+  template <class Run>
+  void compare_lookups(const DeviceBuffer& q_ref, DeviceBuffer& q_got, int stride, cudaStream_t st, Run run) {
+    for (const bool early : {true, false}) {
+      INFO("lookups before the wait " << early);
+      REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(rows) * stride * 4) == cudaSuccess);
+      REQUIRE(cudaMemcpy(k_got.get(), fill.data(), arena_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(v_got.get(), fill.data(), arena_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      run(early);
+      REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+      compare(q_ref, q_got, stride);
+    }
   }
 
   // The q values of each row (rows of `stride` floats; k and v went to the arenas) and both arenas, to the bit.
@@ -587,19 +596,14 @@ TEST_CASE("the fused GEMV's RoPE epilogue gives the bits of the Store epilogue f
     launch_gemv(g, st);
     launch_qkv_rope(q_ref.get<float>(), sh.rows, rc.params(true, sh.bias, false), st);
     // The fused step: pairs of rows, q into y, k and v into the arena; its lookups before the wait and after.
-    for (const bool early : {true, false}) {
-      INFO("lookups before the wait " << early);
-      REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * qkv_rows * 4) == cudaSuccess);
-      rc.reset_got();
-      g.n = qkv_rows / 2;
-      g.ep = GemvEpilogue::Rope;
-      g.y = q_got.get<float>();
-      g.rope = rc.params(false, sh.bias, false);
+    g.n = qkv_rows / 2;
+    g.ep = GemvEpilogue::Rope;
+    g.y = q_got.get<float>();
+    g.rope = rc.params(false, sh.bias, false);
+    rc.compare_lookups(q_ref, q_got, qkv_rows, st, [&](bool early) {
       g.rope_early = early;
       launch_gemv(g, st);
-      REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
-      rc.compare(q_ref, q_got, qkv_rows);
-    }
+    });
   }
   // Refused: q/k norms, and an n that is not half the q | k | v rows.
   GemvParams bad;
@@ -723,16 +727,11 @@ TEST_CASE("the skinny kernel's QKV projection with the RoPE step gives the bits 
     if (sh.folded) f.ss_in = dss.get<float>(), f.eps = 1e-6f;
     launch_matvec(dw.get(), WType::BF16, n, sh.k, dx.get<float>(), sh.rows, q_ref.get<float>(), st, f);
     launch_qkv_rope(q_ref.get<float>(), sh.rows, rc.params(true, sh.bias, sh.qk_norm), st);
-    for (const bool early : {true, false}) {  // the tables and cells looked up before the wait, and after it
-      INFO("lookups before the wait " << early);
-      REQUIRE(cudaMemset(q_got.get(), 0xff, size_t(sh.rows) * n * 4) == cudaSuccess);
-      rc.reset_got();
+    rc.compare_lookups(q_ref, q_got, n, st, [&](bool early) {
       f.rope_early = early;
       launch_matvec_qkv_rope(dw.get(), WType::BF16, n, sh.k, dx.get<float>(), sh.rows, q_got.get<float>(),
                              rc.params(false, sh.bias, sh.qk_norm), st, f);
-      REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
-      rc.compare(q_ref, q_got, n);
-    }
+    });
   }
   // Refused, naming the problem: a head_dim without a block form, rows that are not q | k | v, a remainder.
   QkvRopeParams bad;
