@@ -3,7 +3,7 @@
 
   python3 tools/train/retrain_draft.py --target models/strata-tiny --out OUTDIR [--draft-seconds 300]
       [--draft-layers 2] [--draft-hidden 384] [--draft-intermediate 1024] [--distill 0.5]
-      [--self-distill-seconds 75 --self-distill-frac 0.5]
+      [--self-distill-seconds 75 --self-distill-frac 0.5] [--init DRAFT_DIR --draft-lr 1e-3 --warmup 30]
 
 The target stays as it is (its weights, tokenizer and golden.json are what the tests pin); only the draft is
 trained again, longer or wider, so speculative decoding accepts more of its tokens. Same corpus as
@@ -16,6 +16,9 @@ random training-corpus windows for that long, and --self-distill-frac of every b
 sequences. Speculative decoding accepts a draft when it equals the target's greedy pick on the target's own
 output, and the target's output is not corpus text (it repeats itself, for one), so the draft learns from
 the text it will be asked to predict. The held-out prompts of the acceptance measure are not among them.
+
+--init DRAFT_DIR continues training a draft (its shape and weights, e.g. the shipped models/strata-tiny-draft)
+instead of starting from random weights; the shape options are then ignored.
 
 Writes OUTDIR/strata-tiny-draft (safetensors in bf16, tokenizer files, README.md), OUTDIR/spec_section.md
 (strata-tiny's README section on its draft, to paste over the old one) and OUTDIR/retrain_report.json.
@@ -62,6 +65,16 @@ def greedy_generate(model, ids, n_new):
     return torch.cat(out_ids, dim=1)
 
 
+def load_draft(path, device):
+    """A saved draft model in fp32 on the device, with PyTorch's fused attention as tt.new_model asks."""
+    kw = {"attn_implementation": "sdpa"}
+    try:  # transformers v5 names it dtype, v4 torch_dtype
+        m = tt.transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **kw)
+    except TypeError:
+        m = tt.transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32, **kw)
+    return m.to(device)
+
+
 def self_distill_tokens(target, train_np, device, seconds, batch, n_new, prompt_lens, seed, eot):
     """The target's greedy continuations of random training windows (prompt lengths cycling through
     prompt_lens), each sequence followed by <|endoftext|>, for `seconds` of generation: one uint16 array."""
@@ -106,16 +119,21 @@ def main():
     ap.add_argument("--draft-intermediate", type=int, default=1024)
     ap.add_argument("--draft-lr", type=float, default=3e-3)
     ap.add_argument("--distill", type=float, default=0.5)
+    ap.add_argument("--init", default=None, help="a draft model directory to continue training from")
+    ap.add_argument("--warmup", type=int, default=150, help="warmup steps of the learning rate")
     ap.add_argument("--tokens-per-step", type=int, default=131072)
     ap.add_argument("--self-distill-seconds", type=float, default=0.0,
                     help="seconds of target greedy generation to train on (0: corpus only)")
     ap.add_argument("--self-distill-frac", type=float, default=0.5, help="share of each batch from it")
     ap.add_argument("--self-distill-new", type=int, default=256, help="tokens generated per sequence")
     ap.add_argument("--self-distill-batch", type=int, default=2048, help="sequences generated at once")
+    ap.add_argument("--self-distill-seed", type=int, default=None,
+                    help="seed of the continuations' prompts (default --seed + 7; another one gives a continued "
+                         "training new sequences while --seed keeps the acceptance measure's prompts)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to dry-run the logic (with --smoke)")
     ap.add_argument("--smoke", action="store_true", help="train_tiny.py's smoke sizes for the loops")
     a = ap.parse_args()
-    p = dict(seq=512, long_seq=2048, long_frac=0.1, warmup=150, log_every=50, eval_tokens=2_000_000,
+    p = dict(seq=512, long_seq=2048, long_frac=0.1, warmup=a.warmup, log_every=50, eval_tokens=2_000_000,
              acc_prompts=64, acc_new=128)
     if a.smoke:
         p.update(seq=256, long_seq=512, warmup=10, log_every=10, eval_tokens=65536, acc_prompts=4, acc_new=32)
@@ -160,22 +178,34 @@ def main():
         n_new = a.self_distill_new if not a.smoke else 16
         sd_np, sd_seqs = self_distill_tokens(target, train_np, device, a.self_distill_seconds,
                                              a.self_distill_batch if not a.smoke else 8, n_new, plens,
-                                             a.seed + 7, eot)
+                                             a.seed + 7 if a.self_distill_seed is None else a.self_distill_seed,
+                                             eot)
         sd_info = {"seconds": a.self_distill_seconds, "sequences": sd_seqs, "tokens": int(len(sd_np)),
                    "prompt_lengths": plens, "new_tokens": n_new, "batch_fraction": a.self_distill_frac}
         batches = MixedBatches(batches, tt.Batches(sd_np, device, a.seed + 8), a.self_distill_frac)
 
-    # The draft: head_dim 64 like the target, as train_tiny.py shapes it.
-    dheads = max(1, a.draft_hidden // 64)
-    dkv = dheads // 3 if dheads % 3 == 0 else max(1, dheads // 2)
-    dcfg = tt.make_config(vocab, a.draft_layers, a.draft_hidden, dheads, dkv, 64, a.draft_intermediate, max_pos,
-                          im_end, eot)
     torch.manual_seed(a.seed + 1)
-    draft = tt.new_model(dcfg, device)
+    if a.init:
+        # Continued training: the given draft's shape and weights, in fp32 as a fresh model trains.
+        draft = load_draft(a.init, device)
+        dcfg = draft.config
+        if dcfg.vocab_size != vocab:
+            raise SystemExit(f"--init draft vocab {dcfg.vocab_size} != target vocab {vocab}")
+        dcfg.use_cache = False
+        tt.log(f"continuing from {a.init}: {dcfg.num_hidden_layers} layer(s), hidden {dcfg.hidden_size}")
+    else:
+        # The draft: head_dim 64 like the target, as train_tiny.py shapes it.
+        dheads = max(1, a.draft_hidden // 64)
+        dkv = dheads // 3 if dheads % 3 == 0 else max(1, dheads // 2)
+        dcfg = tt.make_config(vocab, a.draft_layers, a.draft_hidden, dheads, dkv, 64, a.draft_intermediate,
+                              max_pos, im_end, eot)
+        draft = tt.new_model(dcfg, device)
     dres = tt.train_model("draft", draft, batches, a.draft_seconds, a.draft_lr, a.tokens_per_step, p["seq"],
                           p["long_seq"], p["long_frac"], p["warmup"], p["log_every"], teacher=target,
                           distill_weight=a.distill)
     dres["distill_weight"] = a.distill
+    if a.init:
+        dres["continued_from"] = os.path.basename(os.path.normpath(a.init))
     dres["self_distillation"] = sd_info
     dres["made_by"] = "tools/train/retrain_draft.py " + " ".join(training_options(sys.argv[1:]))
     dres["params"] = tt.count_params(draft)

@@ -460,7 +460,9 @@ See strata-tiny's README.md for the corpus and its licenses.
 - train loss: {fmt_loss(d['train_loss'])}; held-out loss: {fmt_loss(d['heldout_loss'])}
 - greedy acceptance against strata-tiny: {a['greedy_token_acceptance'] * 100:.1f}% of positions; mean accepted
   length {a['mean_accepted_per_block']:.2f} for k={a['k']} ({a['prompts']} held-out prompts, {a['new_tokens']} tokens each)
-""" + self_distill_line(d.get("self_distillation")) + (f"- made by `{d['made_by']}`\n" if d.get("made_by") else "")
+""" + self_distill_line(d.get("self_distillation")) + (
+        "- training continued from the draft shipped before it (the steps and tokens above are this run's)\n"
+        if d.get("continued_from") else "") + (f"- made by `{d['made_by']}`\n" if d.get("made_by") else "")
 
 
 def self_distill_line(sd):

@@ -23,12 +23,18 @@ for f in retrain/strata-tiny-draft/config.json retrain/strata-tiny-draft/README.
          retrain/retrain_report.json; do
   [ -f "$out/$f" ] || { echo "dry_run.sh: $out/$f is missing" >&2; exit 1; }
 done
+# Training continued from that draft (--init), brought back in parts as device_retrain_draft.sh packs it.
+PYTHONPATH="$here" PYTHONUNBUFFERED=1 /usr/bin/python3 "$here/../retrain_draft.py" --target "$out/strata-tiny" \
+  --out "$out/retrain2" --smoke --device cpu --corpus-mb 3 --draft-seconds 2 --init "$out/retrain/strata-tiny-draft" \
+  --warmup 2 --draft-lr 1e-3 --tokens-per-step 16384 --self-distill-seconds 1 --self-distill-seed 99
+grep -q "continued from the draft" "$out/retrain2/strata-tiny-draft/README.md"
 mkdir -p "$out/tree/tools/train" "$out/tree/models" "$out/back"
 cp "$here/../apply_draft.py" "$out/tree/tools/train/"
 cp -r "$out/strata-tiny" "$out/strata-tiny-draft" "$out/tree/models/"
-tar czf "$out/back/draft.tgz" -C "$out/retrain" strata-tiny-draft
-cp "$out/retrain/spec_section.md" "$out/back/"
+tar czf - -C "$out/retrain2" strata-tiny-draft | split -b 4k - "$out/back/draft.tgz.part-"
+cp "$out/retrain2/spec_section.md" "$out/back/"
 /usr/bin/python3 "$out/tree/tools/train/apply_draft.py" "$out/back"
-cmp "$out/tree/models/strata-tiny-draft/README.md" "$out/retrain/strata-tiny-draft/README.md"
-grep -q "$(head -3 "$out/retrain/spec_section.md" | tail -1)" "$out/tree/models/strata-tiny/README.md"
+cmp "$out/tree/models/strata-tiny-draft/README.md" "$out/retrain2/strata-tiny-draft/README.md"
+cmp "$out/tree/models/strata-tiny-draft/model.safetensors" "$out/retrain2/strata-tiny-draft/model.safetensors"
+grep -q "$(head -3 "$out/retrain2/spec_section.md" | tail -1)" "$out/tree/models/strata-tiny/README.md"
 echo "dry_run.sh: ok"
