@@ -1,0 +1,25 @@
+# device_call.sh plan (run 114): issue 9's benchmark on the committed path (decode at batch 1, prefill of 512
+# and 4096 tokens), then the fused GEMV's 32 x 4 launches (the o and down projections) as two blocks an SM of
+# 16 x 4 (STRATA_GEMV_HALF=1: half-SM blocks can start beside the split merge's) against the committed layout,
+# alternated at 1B and 8B; spec1 on the committed path; the fused GEMV's bit tests with the switch on, then the
+# GPU suite.
+$S $B info
+. tools/bench/plans/lib.sh
+models_ready 1b 8b
+for r in 1 2; do
+  for m in 1b 8b; do
+    echo "--- issue9 $m r$r" | tee -a "$OUT/bench_issue9.log"
+    LD_LIBRARY_PATH=$B/lib timeout 200 "$B/strata_bench_cuda" --model /tmp/llama-$m --prompt 256 --tokens 256 \
+      --prefill 512,4096 2>&1 | grep -E "^(copy|gemm|decode|prefill)" | tee -a "$OUT/bench_issue9.log"
+  done
+done
+AB_LOG=ab.log
+for r in 1 2 3; do
+  for m in 1b 8b; do
+    one "base $m r$r" /tmp/llama-$m
+    STRATA_GEMV_HALF=1 one "half $m r$r" /tmp/llama-$m
+  done
+done
+SPEC_ROUNDS=2 $S $B spec1
+STRATA_GEMV_HALF=1 TEST_FILTER="the fused GEMV*" $S $B test
+$S $B test
