@@ -117,8 +117,8 @@ __device__ __forceinline__ bool early_entry(const T (&pre)[kPreRes], bool early,
 // to keep (the kernel was tested and timed so, docs/PERFORMANCE.md runs 65-66).
 // With NORM the rows are staged as norm * x and each sum is scaled by its row's 1 / rms at the end, so one
 // block barrier (the staging's) stands between the activations' arrival and the first FMA.
-template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT, int kPerSm = kBlocksPerSm>
-__global__ void __launch_bounds__(kWarps * 32, kPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
+template <int NR, GemvEpilogue EP, bool NORM, int kWarps, int kLoads, int RT>
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm) gemv_kernel(GemvParams p, int tasks_per_warp) {
   extern __shared__ float4 xs[];  // per row served, chunks * 64 float4s
   __shared__ float row_sums[RT][32];  // the norm's warp sums, per row
   __shared__ float pick_v[kWarps][RT];  // Store with picks: each warp's best output of each row
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPerSm) gemv_kernel(GemvParams p,
   // epilogue's stores wait on no lookup.
   RopeAt pre_rope[kPreRes];
   // One-row blocks of 16 warps (the decode steps; the others would spill).
-  const bool rope_early = EP == GemvEpilogue::Rope && RT == 1 && kWarps == 16 && kLoads == 8 && p.rope_early;
+  const bool rope_early = EP == GemvEpilogue::Rope && RT == 1 && kWarps == 16 && p.rope_early;
   if (rope_early) {
 #pragma unroll
     for (int i = 0; i < kPreRes; ++i)
@@ -360,10 +360,9 @@ int forced_block_rows() {
   return v;
 }
 
-// Tasks a warp and blocks of a layout of w warps a block, per_sm blocks an SM: the tasks spread over every warp
-// of one wave.
-int plan_blocks(int n, int w, int* tpw, int per_sm = kBlocksPerSm) {
-  const int warps = device_sm_count() * per_sm * w;
+// Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave.
+int plan_blocks(int n, int w, int* tpw) {
+  const int warps = device_sm_count() * kBlocksPerSm * w;
   *tpw = (n + warps - 1) / warps;
   return (n + w * *tpw - 1) / (w * *tpw);
 }
@@ -382,33 +381,18 @@ int block_rows(int n, int k, int rows) {
   return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
 }
 
-// STRATA_GEMV_HALF=1 (read once; a measurement switch): the 32 x 4 launches as two blocks an SM of 16 x 4, the
-// same warps and loads in flight an SM, in blocks of half an SM's registers that can start beside another
-// kernel's blocks (the split merge's before the o projection). A lane's chunks and their order are unchanged,
-// so are the bits.
-bool half_blocks() {
-  static const bool v = env_int("STRATA_GEMV_HALF", 0, 1, 0) != 0;
-  return v;
-}
-
 // A launch's layout: 32 x 4 for one-row blocks without the input norm where that fills as many SMs (it keeps a
-// thread's registers under 64; or two blocks an SM of 16 x 4, half_blocks), else 16 x 8 (blocks of several rows
-// take 16 x 8); its blocks a row group and tasks a warp.
-enum class Shape { Narrow, Wide, Half };
+// thread's registers under 64), else 16 x 8 (blocks of several rows take 16 x 8); its blocks a row group and
+// tasks a warp.
 struct Layout {
-  Shape shape;
+  bool wide;
   int blocks, tpw;
 };
 Layout layout_for(int n, int rows_per_block, bool norm) {
   int tpw_narrow = 0, tpw_wide = 0;
   const int narrow = plan_blocks(n, 16, &tpw_narrow), wide = plan_blocks(n, 32, &tpw_wide);
-  if (rows_per_block == 1 && !norm && wide >= narrow) {
-    if (!half_blocks()) return {Shape::Wide, wide, tpw_wide};
-    int tpw = 0;
-    const int blocks = plan_blocks(n, 16, &tpw, 2);
-    return {Shape::Half, blocks, tpw};
-  }
-  return {Shape::Narrow, narrow, tpw_narrow};
+  if (rows_per_block == 1 && !norm && wide >= narrow) return {true, wide, tpw_wide};
+  return {false, narrow, tpw_narrow};
 }
 
 template <int NR, GemvEpilogue EP, bool NORM, int RT>
@@ -416,20 +400,16 @@ void launch_rt(GemvParams p, cudaStream_t stream) {
   const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
   const int row_groups = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
   const Layout L = layout_for(p.n, p.rows_per_block, NORM);
-  const dim3 grid(L.blocks, row_groups);
   if constexpr (RT == 1 && !NORM) {
-    if (L.shape == Shape::Half) {
-      launch_kernel(gemv_kernel<NR, EP, NORM, 16, 4, RT, 2>, grid, dim3(16 * 32), smem, stream, p, L.tpw);
-      STRATA_CUDA_CHECK_LAUNCH();
-      return;
-    }
-    if (L.shape == Shape::Wide) {
-      launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, grid, dim3(32 * 32), smem, stream, p, L.tpw);
+    if (L.wide) {
+      launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(L.blocks, row_groups), dim3(32 * 32), smem, stream, p,
+                    L.tpw);
       STRATA_CUDA_CHECK_LAUNCH();
       return;
     }
   }
-  launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, grid, dim3(16 * 32), smem, stream, p, L.tpw);
+  launch_kernel(gemv_kernel<NR, EP, NORM, 16, 8, RT>, dim3(L.blocks, row_groups), dim3(16 * 32), smem, stream, p,
+                L.tpw);
   STRATA_CUDA_CHECK_LAUNCH();
 }
 
@@ -446,10 +426,7 @@ template <int NR, GemvEpilogue EP, bool NORM>
 void configure_one() {
   const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 1>, attr, int(kSmemMax)));
-  if constexpr (!NORM) {
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 32, 4, 1>, attr, int(kSmemMax)));
-    STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 4, 1, 2>, attr, int(kSmemMax)));
-  }
+  if constexpr (!NORM) STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 32, 4, 1>, attr, int(kSmemMax)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 2>, attr, int(kSmemMax)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, 4>, attr, int(kSmemMax)));
   STRATA_CUDA_CHECK(cudaFuncSetAttribute(gemv_kernel<NR, EP, NORM, 16, 8, kMaxRowsPerBlock>, attr, int(kSmemMax)));
