@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <sstream>
@@ -982,6 +983,21 @@ struct Engine::Impl {
            rows[first + 1 + static_cast<size_t>(accepted)].token == results[first + static_cast<size_t>(accepted)].pick)
       ++accepted;
     for (int j = 0; j <= accepted; ++j) check_pick(results[first + static_cast<size_t>(j)].pick);
+    // STRATA_DEBUG_VERIFY=1 (read once; a debugging switch): every verify window on stderr, its request, first
+    // position, drafts and accepted count and each row's token / pick, to set one backend's speculation beside
+    // another's (docs/PERFORMANCE.md run 116).
+    static const bool debug_verify = [] {
+      const char* e = std::getenv("STRATA_DEBUG_VERIFY");
+      return e != nullptr && e[0] == '1';
+    }();
+    if (debug_verify) {
+      std::string line = "verify " + s.req->id + " pos " + std::to_string(rows[first].pos) + " drafts " +
+                         std::to_string(n_drafts) + " accepted " + std::to_string(accepted) + ":";
+      for (int j = 0; j <= n_drafts; ++j)
+        line += " " + std::to_string(rows[first + static_cast<size_t>(j)].token) + "/" +
+                std::to_string(results[first + static_cast<size_t>(j)].pick);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
     // Rejected drafts' KV cells and penalty history go before anything else reads the slot.
     guarded(inc, call("commit"), [&] { inc.backend->commit(s.slot, 1 + accepted); });
     s.n_cached = rows[first].pos + 1 + accepted;
