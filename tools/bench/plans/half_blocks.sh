@@ -6,13 +6,7 @@
 $S $B info
 . tools/bench/plans/lib.sh
 models_ready 1b 8b
-for r in 1 2; do
-  for m in 1b 8b; do
-    echo "--- issue9 $m r$r" | tee -a "$OUT/bench_issue9.log"
-    LD_LIBRARY_PATH=$B/lib timeout 200 "$B/strata_bench_cuda" --model /tmp/llama-$m --prompt 256 --tokens 256 \
-      --prefill 512,4096 2>&1 | grep -E "^(copy|gemm|decode|prefill)" | tee -a "$OUT/bench_issue9.log"
-  done
-done
+issue9 2
 AB_LOG=ab.log
 for r in 1 2 3; do
   for m in 1b 8b; do
