@@ -15,6 +15,7 @@
 #include "engine/spec/draft_model_drafter.hpp"
 #include "tests/core/harness.hpp"
 #include "tests/core/spec_drafters.hpp"
+#include "tests/core/verify_replay.hpp"
 
 using namespace strata;
 using namespace strata::test;
@@ -220,4 +221,19 @@ TEST_CASE("a negative speculation batch limit is refused", "[engine][spec]") {
   EngineOptions o = with(SpeculationMode::Ngram, 4);
   o.speculation.max_batch = -1;
   CHECK_THROWS_WITH(Rig("qwen3", o), Catch::Matchers::Contains("max_batch must not be negative"));
+}
+
+// The backend alone (tests/core/verify_replay.hpp; the GPU runs the same on strata-tiny): random verify windows
+// committed to random depths give every kept row the logits of single-row decoding, bit for bit.
+TEST_CASE("CPU: random verify windows and commits give every kept row the logits of single-row decoding") {
+  const std::string name = GENERATE(std::string("llama"), std::string("qwen3"));
+  CpuBackend be(fixture(name), backend_opts());
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < 3; ++i) {
+    const ReplayResult r = replay_verify_windows(be, fixture_tokenizer().encode(kPrompts[i]), 40, 8, rng);
+    INFO(name << " prompt " << i << ": " << r.windows << " windows, " << r.bad_rows
+              << " kept rows with other bits, the first at " << r.first_bad);
+    CHECK(r.windows > 5);
+    CHECK(r.bad_rows == 0);
+  }
 }

@@ -1,12 +1,12 @@
 # device_call.sh plan (written for run 117, not yet run: the device time ran out): the retrained draft of run
 # 115 (.devcarry/newdraft.tgz, its draft.tgz.part-aa) made `strata bench spec` report a greedy output with
 # speculation that differs from the same request without it (novel request 2, token 48; the CPU backend
-# matches). The engine's GPU test of speculation first (test_cuda_speculation.cpp), then which CUDA path
-# breaks the verify window's exactness: the same bench with each switch of the target's kernels, the verify
+# matches). Which CUDA path breaks the verify window's exactness: the backend's random verify windows against single rows (logits, bit for bit), the same bench with each switch of the target's kernels, the verify
 # windows printed (STRATA_DEBUG_VERIFY=1), the prefix cache or the GEMM autotuning off, and the shipped draft as
-# the control; then the GPU cases on verify windows.
+# the control; then the engine's GPU test of speculation (test_cuda_speculation.cpp) and the GPU cases on
+# verify windows.
 $S $B info
-TEST_FILTER="CUDA: strata-tiny*" $S $B test
+TEST_FILTER="CUDA: random verify*" $S $B test
 [ -d .devcarry/newdraft/strata-tiny-draft ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }
 printf 'enable-prefix-caching: false\n' > /tmp/nocache.yaml
 printf 'gemm-autotune: false\n' > /tmp/noautotune.yaml
@@ -32,4 +32,5 @@ spec edge0 $N STRATA_SKINNY_EDGE_FOLD=0
 spec tiles1 $N STRATA_SKINNY_HEAD_TILES=1
 spec draft_fused $N STRATA_DRAFT_SKINNY=0
 spec pdlmode1 $N STRATA_MATVEC_PDL_MODE=1
+TEST_FILTER="CUDA: strata-tiny*" $S $B test
 TEST_FILTER="*verify*" $S $B test
