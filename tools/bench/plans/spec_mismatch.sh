@@ -34,3 +34,9 @@ spec draft_fused $N STRATA_DRAFT_SKINNY=0
 spec pdlmode1 $N STRATA_MATVEC_PDL_MODE=1
 TEST_FILTER="CUDA: strata-tiny*" $S $B test || true
 TEST_FILTER="*verify*" $S $B test || true
+# On an H200 (issue 9's card), issue 9's benchmark too.
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  . tools/bench/plans/lib.sh
+  models_ready 1b 8b
+  issue9 2
+fi
