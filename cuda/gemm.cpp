@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/env.hpp"
@@ -93,6 +94,7 @@ Gemm::Gemm(cublasHandle_t blas, cudaStream_t stream, void* workspace, size_t wor
     : blas_(blas), stream_(stream), workspace_(workspace), workspace_bytes_(workspace_bytes), autotune_(autotune),
       flush_(flush_size(autotune), "GEMM autotune L2 flush") {
   if (!autotune_) return;
+  STRATA_CUDA_CHECK(cudaGetDevice(&device_));
   STRATA_CUBLAS_CHECK(cublasLtCreate(&lt_));
   STRATA_CUDA_CHECK(cudaEventCreate(&ev_[0]));
   STRATA_CUDA_CHECK(cudaEventCreate(&ev_[1]));
@@ -162,17 +164,46 @@ void Gemm::blas_matmul(bool bf16, int n, int k, int rows, const void* w, const v
                                    CUBLAS_GEMM_DEFAULT));
 }
 
+Gemm::Choice Gemm::shared_choice(int n, int k, int rows, uint32_t alignments, const void* w, const void* x,
+                                 float* y, bool time, bool* found) {
+  // Choices by (device, n, k, rows, alignments, workspace bytes), for the whole process. A shape is timed
+  // under the lock: two backends that meet it at once take one timing.
+  using Key = std::tuple<int, int, int, int, uint32_t, size_t>;
+  static std::mutex mu;
+  static std::map<Key, Choice> choices;
+  // STRATA_GEMM_SHARED=0: each Gemm times its own shapes (as before the process kept them), for comparisons.
+  static const bool shared = env_int("STRATA_GEMM_SHARED", 0, 1, 1) != 0;
+  if (!shared) {
+    *found = time;
+    Choice none{};
+    none.found = false;
+    return time ? tune(n, k, rows, w, x, y) : none;
+  }
+  const Key key{device_, n, k, rows, alignments, workspace_bytes_};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = choices.find(key);
+  *found = it != choices.end() || time;
+  if (it != choices.end()) return it->second;
+  Choice none{};
+  none.found = false;
+  if (!time) return none;
+  return choices.emplace(key, tune(n, k, rows, w, x, y)).first->second;
+}
+
 void Gemm::run(const DeviceMatrix& w, const void* x, int rows, float* y) {
   const int n = w.rows, k = w.cols;
   const bool bf16 = w.type == WType::BF16;
   if (bf16 && autotune_) {
-    const auto key = std::make_tuple(n, k, rows, alignment(w.ptr) * 1024 * 1024 + alignment(x) * 1024 + alignment(y));
+    const uint32_t al = alignment(w.ptr) * 1024 * 1024 + alignment(x) * 1024 + alignment(y);
+    const auto key = std::make_tuple(n, k, rows, al);
     auto it = algos_.find(key);
     if (it == algos_.end()) {
       cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
       STRATA_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capturing));
-      // No timing inside a capture: an untimed shape keeps cuBLAS's default there.
-      if (capturing == cudaStreamCaptureStatusNone) it = algos_.emplace(key, tune(n, k, rows, w.ptr, x, y)).first;
+      // No timing inside a capture: a shape no Gemm of the process has timed keeps cuBLAS's default there.
+      bool kept = false;
+      const Choice c = shared_choice(n, k, rows, al, w.ptr, x, y, capturing == cudaStreamCaptureStatusNone, &kept);
+      if (kept) it = algos_.emplace(key, c).first;
     }
     if (it != algos_.end() && it->second.found) return lt_matmul(&it->second.algo, n, k, rows, w.ptr, x, y);
   }

@@ -7,8 +7,10 @@
 // rows: 128 blocks, half the bandwidth), where a split-K algorithm further down its list streams the weights
 // at the bandwidth. A shape is timed the first time it runs outside a graph capture (the backend's eager run
 // before each capture), each candidate on cold weights (the L2 flushed by reading a buffer twice its size),
-// and the winner kept for the process; cuBLAS's default (cublasGemmEx, timed alike) stands unless a
-// candidate beats it by 3 %.
+// and the winner kept for the process: every Gemm of the process (each backend: the bench's engine per mode,
+// an engine rebuilt after a fault, a draft model's) takes the choice the first one made for that device,
+// shape, alignment and workspace, so a shape rounds alike wherever it runs in one process. cuBLAS's default
+// (cublasGemmEx, timed alike) stands unless a candidate beats it by 3 %.
 // Timing picks the algorithm, so two processes may round differently on this path; it is the tolerance
 // path (windows that must match bit for bit never come here), and autotune off keeps cuBLAS's default.
 #pragma once
@@ -36,7 +38,7 @@ class Gemm {
 
   // x is bf16 [rows][w.cols] for bf16 weights, fp32 for fp32 weights. Not const: a new shape is tuned here.
   void run(const DeviceMatrix& w, const void* x, int rows, float* y);
-  int tuned_shapes() const { return int(algos_.size()); }
+  int tuned_shapes() const { return int(algos_.size()); }  // the shapes this Gemm has a choice for
   // The flush buffer's bytes (part of the workspace the backend reports), 0 with autotune off.
   size_t flush_bytes() const { return flush_.bytes(); }
 
@@ -46,6 +48,9 @@ class Gemm {
     bool found;  // false: the shape stays on cublasGemmEx (no candidate beat it)
   };
   Choice tune(int n, int k, int rows, const void* w, const void* x, float* y);
+  // The process's choices and their lock (gemm.cpp); found false where none is kept and `time` is false.
+  Choice shared_choice(int n, int k, int rows, uint32_t alignments, const void* w, const void* x, float* y,
+                       bool time, bool* found);
   void lt_matmul(const cublasLtMatmulAlgo_t* algo, int n, int k, int rows, const void* w, const void* x, float* y);
   void blas_matmul(bool bf16, int n, int k, int rows, const void* w, const void* x, float* y);
 
@@ -54,6 +59,7 @@ class Gemm {
   void* workspace_;
   size_t workspace_bytes_;
   bool autotune_;
+  int device_ = 0;
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer flush_;
   cudaEvent_t ev_[2] = {nullptr, nullptr};

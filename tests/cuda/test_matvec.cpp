@@ -334,6 +334,16 @@ TEST_CASE("the autotuned cuBLASLt GEMM matches cuBLAS's default, in and out of g
     double worst = 0.0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])) / (1.0 + std::fabs(a[i])));
     CHECK(worst < 1e-4);  // both fp32 sums of the same bf16 products, in different orders
+    {
+      // Another Gemm of the process (another backend) takes the kept choice: the same bits, no new timing.
+      Gemm again(blas, st, ws.get(), ws.bytes(), true);
+      DeviceBuffer y3(size_t(rows) * n * 4, "y3");
+      again.run(m, dx.get(), rows, y3.get<float>());
+      REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+      const std::vector<float> c = download(y3, size_t(rows) * n);
+      CHECK(std::memcmp(b.data(), c.data(), b.size() * 4) == 0);
+      CHECK(again.tuned_shapes() == 1);
+    }
 
     // Replayed from a graph (the kept algorithm), and a shape first met inside a capture (untimed, not kept).
     for (int fresh : {0, 1}) {

@@ -2,7 +2,7 @@
 # 115 (.devcarry/newdraft.tgz, its draft.tgz.part-aa) made `strata bench spec` report a greedy output with
 # speculation that differs from the same request without it (novel request 2, token 48; the CPU backend
 # matches). Which CUDA path breaks the verify window's exactness: the backend's random verify windows against single rows (logits, bit for bit), the same bench with each switch of the target's kernels, the verify
-# windows printed (STRATA_DEBUG_VERIFY=1), the prefix cache or the GEMM autotuning off, and the shipped draft as
+# windows printed (STRATA_DEBUG_VERIFY=1), the prefix cache or the GEMM autotuning off or each backend timing its own GEMMs, and the shipped draft as
 # the control; then the engine's GPU test of speculation (test_cuda_speculation.cpp) and the GPU cases on
 # verify windows.
 $S $B info
@@ -21,6 +21,7 @@ spec() {  # LABEL DRAFT [ENV=VALUE...]; CONF=FILE for a --config file
 N=.devcarry/newdraft/strata-tiny-draft
 spec default $N STRATA_DEBUG_VERIFY=1
 spec control models/strata-tiny-draft STRATA_DEBUG_VERIFY=1
+spec gemm_unshared $N STRATA_GEMM_SHARED=0 STRATA_DEBUG_VERIFY=1
 CONF=/tmp/nocache.yaml spec nocache $N
 CONF=/tmp/noautotune.yaml spec noautotune $N
 spec rope_early0 $N STRATA_SKINNY_ROPE_EARLY=0
@@ -33,7 +34,7 @@ spec tiles1 $N STRATA_SKINNY_HEAD_TILES=1
 spec draft_fused $N STRATA_DRAFT_SKINNY=0
 spec pdlmode1 $N STRATA_MATVEC_PDL_MODE=1
 TEST_FILTER="CUDA: strata-tiny*" $S $B test || true
-TEST_FILTER="*verify*" $S $B test || true
+TEST_FILTER="*verify*,*autotuned*" $S $B test || true
 # On an H200 (issue 9's card), issue 9's benchmark too.
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   . tools/bench/plans/lib.sh
