@@ -533,7 +533,7 @@ struct CudaBackend::Impl {
       capture(w);
     }
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
-    spdlog::info("cuda: warm-up captured {} window shapes ({} GEMM shapes timed) in {:.1f} s", seen.size(),
+    spdlog::info("cuda: warm-up captured {} window shapes ({} GEMM shapes chosen) in {:.1f} s", seen.size(),
                  gemm->tuned_shapes(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
