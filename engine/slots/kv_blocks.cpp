@@ -122,15 +122,7 @@ KvBlockRef KvBlockPool::publish(int32_t block, const KvBlockRef& parent, const T
   Block& b = blocks_[size_t(block)];
   if (b.cached) throw Error("kv pool: block " + std::to_string(block) + " is already cached");
   const uint64_t k = key(parent.key, tokens);
-  auto it = index_.find(k);
-  if (it != index_.end()) {
-    const int32_t other = it->second;
-    if (!same_contents(blocks_[size_t(other)], parent, tokens)) return KvBlockRef{};
-    // Another sequence already cached these very contents: share its block and give ours back.
-    incref(other);
-    release(block);
-    return KvBlockRef{other, blocks_[size_t(other)].generation, k};
-  }
+  if (index_.count(k)) return KvBlockRef{};  // a collision, or these tokens cached by another sequence
   b.cached = true;
   b.key = k;
   b.parent = parent.block;

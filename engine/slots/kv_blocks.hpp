@@ -74,10 +74,12 @@ class KvBlockPool {
   // Finds the cached block holding `tokens` (block_size of them) after `parent`; on a hit takes a reference
   // and returns its ref, else returns block -1. Counts nothing (the caller counts lookups).
   KvBlockRef match(const KvBlockRef& parent, const TokenId* tokens);
-  // Registers `block` (referenced by the caller, holding `tokens` after `parent`) in the cache. Returns the
-  // block the caller should keep: `block` itself, or an already cached block with the same contents (the
-  // caller's reference moves to it and `block` is released). Returns block -1 when the key is taken by
-  // different contents (a collision): `block` stays the caller's, uncached.
+  // Registers `block` (referenced by the caller, holding `tokens` after `parent`) in the cache and returns its
+  // ref. Returns block -1 when the key is taken, by different contents (a collision) or by the same tokens in
+  // another sequence's block: `block` stays the caller's, uncached. The caller never switches to that other
+  // block mid-sequence: its K/V were computed by other windows (on CUDA a prompt chunk of another size takes
+  // another kernel), so a sequence that did would read other bits from then on, at a point its window
+  // boundaries decide, and speculation (DESIGN.md invariant 1) and batch invariance would no longer hold.
   KvBlockRef publish(int32_t block, const KvBlockRef& parent, const TokenId* tokens);
 
   void count_lookups(int asked, int hit) {

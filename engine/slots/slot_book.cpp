@@ -231,11 +231,10 @@ void SlotBook::publish_full_blocks(Slot& sl) {
   while (sl.published < full) {
     const size_t i = size_t(sl.published);
     KvBlockRef ref = pool_.publish(sl.table[i], sl.tail, sl.tokens.data() + i * size_t(bs));
-    if (ref.block < 0) {  // the key belongs to other contents: this chain stays private from here on
+    if (ref.block < 0) {  // the key is taken (kv_blocks.hpp): this chain stays private from here on
       sl.chain_ok = false;
       return;
     }
-    sl.table[i] = ref.block;
     sl.tail = ref;
     ++sl.published;
   }

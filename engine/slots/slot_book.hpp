@@ -10,8 +10,11 @@
 // KvExhausted, changing nothing); commit(), reset() and close() hand back blocks past the kept length. With
 // prefix caching on, every full block of a slot's final history (positions before the last window, or all
 // of it at reset/close) is published in the prefix cache, and attach_prefix() lets a fresh slot start from
-// the longest cached run of a prompt's full blocks. A shared block is never written: a slot only writes at
-// positions >= its committed length, which always starts a block it alone holds or continues one that is
+// the longest cached run of a prompt's full blocks. A slot's block table changes only by blocks added past
+// its end and trimmed from it: the blocks it attached at the start and the blocks it wrote itself are what
+// every one of its rows reads, whatever its windows were (a block whose tokens another sequence already
+// cached stays the slot's own, uncached: kv_blocks.hpp). A shared block is never written: a slot only writes
+// at positions >= its committed length, which always starts a block it alone holds or continues one that is
 // not yet full (and so not cached).
 //
 // Not paged (the SlotLimits-only constructor): no pool and no block tables; everything below behaves as
@@ -119,7 +122,7 @@ class SlotBook {
     int last_first = 0, last_count = 0;
     std::vector<int32_t> table;   // paged: physical block of each block_size positions
     int published = 0;            // leading blocks of `table` that are in the prefix cache
-    bool chain_ok = true;         // false after a key collision: later blocks cannot be published
+    bool chain_ok = true;         // false once a key was taken: later blocks cannot be published
     KvBlockRef tail = KvBlockPool::root();  // the last published block (the next one's parent)
   };
 

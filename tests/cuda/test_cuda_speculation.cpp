@@ -10,6 +10,7 @@
 // matched; the windows' own bit tests (test_cuda_windows.cpp) did not show it.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -38,8 +39,8 @@ const std::string kTiny = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny"
 // cuBLAS, and two engines that timed different algorithms would start from prompt caches of different bits.
 CudaBackendOptions target_options() {
   CudaBackendOptions o;
-  o.max_slots = 2;
-  o.max_context = 512;
+  o.max_slots = 3;
+  o.max_context = 1024;  // the longest prompt and 128 tokens
   o.kv_cache_dtype = DType::BF16;
   o.gemm_min_rows = kServerGemmMinRows;
   o.fused_gemv_rows = 0;
@@ -229,4 +230,54 @@ TEST_CASE("CUDA: random verify windows and commits give every kept row the logit
       CHECK(r.bad_rows == 0);
     }
   }
+}
+
+// The case behind run 116's mismatch (docs/PERFORMANCE.md, run 117): a request whose prompt was prefilled
+// before (one 23-row window, on cuBLAS) starts from the cached first block, prefills the rest of its prompt in
+// a 7-row window (the skinny kernel: other bits) and generates the same tokens. Its K/V of positions 16-31
+// are its own; the donor's block 1 holds the same tokens with other bits. Plain decoding and a verify window
+// across position 32 must read the same block 1 (the pool used to swap the slot's block for the cached one
+// when its first window past position 31 arrived, which the window boundaries decide).
+TEST_CASE("CUDA: rows read their own blocks, not another request's cached copy, whatever the windows") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  const Setup& su = setup();
+  const std::vector<TokenId> prompt = su.ref->prompts[2].ids;
+  const int P = int(prompt.size());
+  REQUIRE(P > 16);
+  REQUIRE(P < kServerGemmMinRows + 16);  // the tail after the cached block runs on the skinny kernel
+  std::vector<TokenId> t = prompt;
+  t.insert(t.end(), su.ref->outputs[2].begin(), su.ref->outputs[2].begin() + 40);
+  CudaBackend be(*su.model, target_options());
+  auto rows = [&](SlotId s, int first, int n) {
+    Window w;
+    for (int p = first; p < first + n; ++p) {
+      Row r{s, t[size_t(p)], p, true};
+      r.want_logits = true;
+      w.rows.push_back(r);
+    }
+    return be.run_window(w);
+  };
+  const SlotId donor = be.open_slot();
+  be.set_sampling(donor, SamplingParams{0.0f});
+  rows(donor, 0, P);
+  for (int p = P; p < 56; ++p) rows(donor, p, 1);
+  be.close_slot(donor);  // blocks 0-2 cached
+  std::vector<std::vector<float>> single(57);
+  const SlotId a = be.open_slot(), b = be.open_slot();
+  for (SlotId s : {a, b}) {
+    be.set_sampling(s, SamplingParams{0.0f});
+    REQUIRE(be.attach_prefix(s, prompt) == 16);
+    rows(s, 16, P - 16);
+  }
+  for (int p = P; p < 56; ++p) single[size_t(p)] = rows(a, p, 1)[0].logits;
+  int p = P;
+  for (int n : {30 - P, 4, 3, 4, 8, 7}) {  // a window of rows 30-33 across the block boundary
+    const std::vector<RowResult> got = rows(b, p, n);
+    for (int i = 0; i < n; ++i) {
+      INFO("position " << p + i << " in a window of " << n << " rows at " << p);
+      CHECK(std::memcmp(got[size_t(i)].logits.data(), single[size_t(p + i)].data(), single[size_t(p + i)].size() * 4) == 0);
+    }
+    p += n;
+  }
+  CHECK(p == 56);
 }

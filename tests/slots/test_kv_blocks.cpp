@@ -105,15 +105,19 @@ TEST_CASE("kv pool: when every key collides, a lookup still returns only blocks 
   CHECK(pool.match(KvBlockPool::root(), a.data()).block == x);
 }
 
-TEST_CASE("kv pool: publishing contents that are already cached shares the cached block") {
+TEST_CASE("kv pool: contents another block already caches stay the publisher's own block, uncached") {
   KvBlockPool pool(KvPoolLimits{4, 4, true});
   const std::vector<TokenId> a = {1, 2, 3, 4};
   const int32_t x = pool.allocate(), y = pool.allocate();
   REQUIRE(pool.publish(x, KvBlockPool::root(), a.data()).block == x);
-  CHECK(pool.publish(y, KvBlockPool::root(), a.data()).block == x);
-  CHECK(pool.refcount(x) == 2);
-  CHECK(pool.refcount(y) == 0);
-  CHECK(pool.available() == 3);
+  CHECK(pool.publish(y, KvBlockPool::root(), a.data()).block == -1);
+  CHECK(pool.refcount(x) == 1);
+  CHECK(pool.refcount(y) == 1);
+  CHECK_FALSE(pool.is_cached(y));
+  CHECK(pool.available() == 2);
+  pool.release(y);  // back to the free list, not the LRU
+  CHECK(pool.stats().cached == 1);
+  CHECK(pool.match(KvBlockPool::root(), a.data()).block == x);
 }
 
 TEST_CASE("kv pool: unreferenced cached blocks are evicted least recently released first, never before free ones") {
@@ -329,4 +333,37 @@ TEST_CASE("paged book: a truncate inside blocks the prefix cache shares starts t
   CHECK(b.block_table(s).empty());
   b.accept(rows_of(s, t, 0, 2));
   CHECK(b.committed(s) == 2);
+}
+
+// A slot reads the same K/V whatever its windows: blocks another sequence cached with the same tokens (K/V
+// computed by other windows, other bits on CUDA) never replace the slot's own blocks mid-sequence, whether
+// the slot's window crosses the block boundary (published later) or stops at it (published at once).
+TEST_CASE("paged book: a slot keeps the blocks it wrote when another sequence cached the same tokens") {
+  SlotBook b = paged_book(3, 16);
+  const auto t = seq(14, 6);
+  const SlotId donor = open_one(b);
+  feed(b, donor, t);
+  b.close(donor);  // blocks 0-2 cached
+  REQUIRE(b.pool_stats().cached == 3);
+  for (int step : {1, 3}) {
+    INFO("windows of " << step << " rows");
+    const SlotId s = open_one(b);
+    std::vector<int32_t> own;
+    for (int p = 0; p < int(t.size()); p += step) {
+      b.accept(rows_of(s, t, p, std::min(step, int(t.size()) - p)));
+      const std::vector<int32_t>& table = b.block_table(s);
+      // Every block the slot has is the one it was given when its first row was accepted.
+      for (size_t i = 0; i < own.size(); ++i) CHECK(table[i] == own[i]);
+      for (size_t i = own.size(); i < table.size(); ++i) {
+        CHECK_FALSE(b.pool().is_cached(table[i]));
+        own.push_back(table[i]);
+      }
+    }
+    CHECK(b.pool_stats().cached == 3);  // nothing published twice
+    b.close(s);
+  }
+  CHECK(b.free_blocks() == b.total_blocks());
+  // The donor's chain is still what a new prompt attaches.
+  const SlotId u = open_one(b);
+  CHECK(b.attach_prefix(u, t) == 12);
 }
