@@ -7,7 +7,9 @@
 //
 // Why this test exists: `strata bench spec` with a retrained draft (docs/PERFORMANCE.md, run 116) reported one
 // request whose output with speculation differed from the output without it on the GPU, while the CPU backend
-// matched; the windows' own bit tests (test_cuda_windows.cpp) did not show it.
+// matched; the windows' own bit tests (test_cuda_windows.cpp) did not show it. The cause (run 117) was the
+// prefix cache swapping a slot's block for another request's copy of the same tokens, at a point the window
+// boundaries decided; the last case below is that pattern.
 #include <catch2/catch.hpp>
 
 #include <cstring>
