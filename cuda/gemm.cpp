@@ -173,21 +173,18 @@ Gemm::Choice Gemm::shared_choice(int n, int k, int rows, uint32_t alignments, co
   static std::map<Key, Choice> choices;
   // STRATA_GEMM_SHARED=0: each Gemm times its own shapes (as before the process kept them), for comparisons.
   static const bool shared = env_int("STRATA_GEMM_SHARED", 0, 1, 1) != 0;
-  if (!shared) {
-    *found = time;
-    Choice none{};
-    none.found = false;
-    return time ? tune(n, k, rows, w, x, y) : none;
-  }
+  Choice none{};
+  none.found = false;
+  *found = time;
+  if (!shared) return time ? tune(n, k, rows, w, x, y) : none;
   const Key key{device_, n, k, rows, alignments, workspace_bytes_};
   std::lock_guard<std::mutex> lock(mu);
   auto it = choices.find(key);
-  *found = it != choices.end() || time;
-  if (it != choices.end()) return it->second;
-  Choice none{};
-  none.found = false;
-  if (!time) return none;
-  return choices.emplace(key, tune(n, k, rows, w, x, y)).first->second;
+  if (it != choices.end()) {
+    *found = true;
+    return it->second;
+  }
+  return time ? choices.emplace(key, tune(n, k, rows, w, x, y)).first->second : none;
 }
 
 void Gemm::run(const DeviceMatrix& w, const void* x, int rows, float* y) {
