@@ -6,7 +6,7 @@
 $S $B info
 TEST_FILTER="CUDA: *,*autotuned*" $S $B test || true
 [ -d .devcarry/newdraft/strata-tiny-draft ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }
-for r in 1 2; do
+for r in $(seq "${SPEC_ROUNDS:-2}"); do
   for d in .devcarry/newdraft/strata-tiny-draft models/strata-tiny-draft; do
     tag=$(basename "$(dirname "$d")")
     LD_LIBRARY_PATH=$B/lib timeout 120 "$B/strata" bench spec --model models/strata-tiny --draft-model "$d" \
