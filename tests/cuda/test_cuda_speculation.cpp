@@ -12,7 +12,6 @@
 // boundaries decided; the last case below is that pattern.
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -27,6 +26,7 @@
 #include "engine/tokenizer/tokenizer.hpp"
 #include "tests/core/harness.hpp"
 #include "tests/core/verify_replay.hpp"
+#include "tests/cuda/cuda_test_util.hpp"
 
 using namespace strata;
 using namespace std::chrono_literals;
@@ -277,7 +277,7 @@ TEST_CASE("CUDA: rows read their own blocks, not another request's cached copy, 
     const std::vector<RowResult> got = rows(b, p, n);
     for (int i = 0; i < n; ++i) {
       INFO("position " << p + i << " in a window of " << n << " rows at " << p);
-      CHECK(std::memcmp(got[size_t(i)].logits.data(), single[size_t(p + i)].data(), single[size_t(p + i)].size() * 4) == 0);
+      CHECK(cuda_test::same_bits(got[size_t(i)].logits, single[size_t(p + i)]));
     }
     p += n;
   }
