@@ -1,8 +1,9 @@
-# device_call.sh plan (run 118): after c68f7d6 (a slot keeps its own blocks when another sequence cached the
-# same tokens), the GPU cases of speculation (the engine's, the random verify windows against single rows,
-# the cached-block case) and of the autotuned GEMM, then the bench that found the mismatch (run 115's
-# retrained draft, novel request 2) and spec1's modes with the shipped draft, then every GPU case; on an
-# H200, issue 9's benchmark too.
+# device_call.sh plan, written for run 118 and not yet run (the device time ran out). After c68f7d6 (a slot
+# keeps its own blocks when another sequence cached the same tokens): the GPU cases of speculation (the
+# engine's, random verify windows against single rows, the cached-block case) and of the autotuned GEMM; then
+# the bench that found the mismatch (run 115's retrained draft, in .devcarry/newdraft.tgz) and spec1's modes
+# with the shipped draft, SPEC_ROUNDS times (default 2); then every GPU case; on an H200, issue 9's benchmark
+# too.
 $S $B info
 TEST_FILTER="CUDA: *,*autotuned*" $S $B test || true
 [ -d .devcarry/newdraft/strata-tiny-draft ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }

@@ -1,4 +1,4 @@
-# device_call.sh plan (written for run 117, not yet run: the device time ran out): the retrained draft of run
+# device_call.sh plan (run 117, H100): the retrained draft of run
 # 115 (.devcarry/newdraft.tgz, its draft.tgz.part-aa) made `strata bench spec` report a greedy output with
 # speculation that differs from the same request without it (novel request 2, token 48; the CPU backend
 # matches). Which CUDA path breaks the verify window's exactness: the backend's random verify windows against single rows (logits, bit for bit), the same bench with each switch of the target's kernels, the verify
