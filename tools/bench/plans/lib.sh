@@ -25,3 +25,29 @@ issue9() {
     done
   done
 }
+# issue9_on_h200 ROUNDS: issue9 ROUNDS (after models_ready 1b 8b) when the card is an H200, issue 9's card.
+issue9_on_h200() {
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || return 0
+  models_ready 1b 8b
+  issue9 "$1"
+}
+# NEWDRAFT: run 115's retrained strata-tiny draft, unpacked from .devcarry/newdraft.tgz by newdraft_ready.
+NEWDRAFT=.devcarry/newdraft/strata-tiny-draft
+newdraft_ready() {
+  [ -d "$NEWDRAFT" ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }
+}
+# spec_drafts ROUNDS MODES LOG DRAFT...: strata bench spec at batch 1 (greedy, k 4, the spec prompts) with each
+# DRAFT in turn, ROUNDS times; lines tagged [draft-dir r], to the screen and $OUT/LOG, JSON rows to $OUT.
+spec_drafts() {
+  local rounds=$1 modes=$2 log=$3 r d tag
+  shift 3
+  for r in $(seq "$rounds"); do
+    for d in "$@"; do
+      tag=$(basename "$(dirname "$d")")
+      LD_LIBRARY_PATH=$B/lib timeout 120 "$B/strata" bench spec --model models/strata-tiny --draft-model "$d" \
+        --device cuda --batch 1 --spec "$modes" --spec-k 4 --max-tokens 128 --sampling greedy \
+        --prompts tools/bench/spec_prompts.json --json "$OUT/spec_${tag}_r$r.json" 2>&1 | grep -v " info " |
+        sed "s#^#[$tag r$r] #" | tee -a "$OUT/$log"
+    done
+  done
+}

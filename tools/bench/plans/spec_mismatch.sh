@@ -7,7 +7,8 @@
 # verify windows.
 $S $B info
 TEST_FILTER="CUDA: random verify*" $S $B test || true
-[ -d .devcarry/newdraft/strata-tiny-draft ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }
+. tools/bench/plans/lib.sh
+newdraft_ready
 printf 'enable-prefix-caching: false\n' > /tmp/nocache.yaml
 printf 'gemm-autotune: false\n' > /tmp/noautotune.yaml
 spec() {  # LABEL DRAFT [ENV=VALUE...]; CONF=FILE for a --config file
@@ -18,7 +19,7 @@ spec() {  # LABEL DRAFT [ENV=VALUE...]; CONF=FILE for a --config file
     --prompts tools/bench/spec_prompts.json 2>"$OUT/verify_$label.log" | grep -E "MISMATCH|draft  " |
     sed "s#^#[$label] #" | tee -a "$OUT/mismatch.log"
 }
-N=.devcarry/newdraft/strata-tiny-draft
+N=$NEWDRAFT
 spec default $N STRATA_DEBUG_VERIFY=1
 spec control models/strata-tiny-draft STRATA_DEBUG_VERIFY=1
 spec gemm_unshared $N STRATA_GEMM_SHARED=0 STRATA_DEBUG_VERIFY=1
@@ -35,9 +36,4 @@ spec draft_fused $N STRATA_DRAFT_SKINNY=0
 spec pdlmode1 $N STRATA_MATVEC_PDL_MODE=1
 TEST_FILTER="CUDA: strata-tiny*" $S $B test || true
 TEST_FILTER="*verify*,*autotuned*" $S $B test || true
-# On an H200 (issue 9's card), issue 9's benchmark too.
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  . tools/bench/plans/lib.sh
-  models_ready 1b 8b
-  issue9 2
-fi
+issue9_on_h200 2
