@@ -361,34 +361,43 @@ int run_bench_command(int argc, char** argv) {
     // greedy windows of one row per slot, one graph replay each; at B > 1 what llama-batched-bench's decode
     // figure measures (engine only, no HTTP). The weights are read once per window, so the roofline fraction
     // is per window: weight bytes x windows/s / copy bandwidth (KV reads not counted).
+    // B slots (the first is `slot`) each reset, greedy and prefilled with the prompt (slot b's tokens offset by
+    // 7b), and each one's first pick.
+    auto prefill_batch = [&](int B, std::vector<SlotId>* slots, std::vector<TokenId>* lasts) {
+      for (int b = 0; b < B; ++b) {
+        const SlotId sb = b == 0 ? slot : be.open_slot();
+        be.reset_slot(sb);
+        be.set_sampling(sb, greedy);
+        slots->push_back(sb);
+        Window pw = prompt_window(sb, prompt, c.vocab_size);
+        for (Row& r : pw.rows) r.token = bench_token(r.pos + 7 * b, c.vocab_size);
+        lasts->push_back(be.run_window(pw).back().pick);
+      }
+    };
+    // One picking row per slot at `pos`, each fed its slot's last pick.
+    auto decode_window = [](const std::vector<SlotId>& slots, const std::vector<TokenId>& lasts, int pos) {
+      Window w;
+      for (size_t b = 0; b < slots.size(); ++b) {
+        Row r;
+        r.slot = slots[b];
+        r.token = lasts[b];
+        r.pos = pos;
+        r.want_pick = true;
+        w.rows.push_back(r);
+      }
+      return w;
+    };
     std::vector<int> runs{1};
     for (int B : batches)
       if (B != 1) runs.push_back(B);
     for (int B : runs) {
       std::vector<SlotId> slots;
       std::vector<TokenId> lasts;
+      prefill_batch(B, &slots, &lasts);
       // FNV-1a over every pick, so that two builds or options that should decode alike can be compared.
       uint64_t picks_hash = 1469598103934665603ull;
-      for (int b = 0; b < B; ++b) {
-        const SlotId sb = b == 0 ? slot : be.open_slot();
-        if (b == 0) be.reset_slot(sb);
-        be.set_sampling(sb, greedy);
-        slots.push_back(sb);
-        Window pw = prompt_window(sb, prompt, c.vocab_size);
-        for (Row& r : pw.rows) r.token = bench_token(r.pos + 7 * b, c.vocab_size);
-        lasts.push_back(be.run_window(pw).back().pick);
-      }
       auto step = [&](int pos) {
-        Window w;
-        for (int b = 0; b < B; ++b) {
-          Row r;
-          r.slot = slots[size_t(b)];
-          r.token = lasts[size_t(b)];
-          r.pos = pos;
-          r.want_pick = true;
-          w.rows.push_back(r);
-        }
-        const auto res = be.run_window(w);
+        const auto res = be.run_window(decode_window(slots, lasts, pos));
         for (int b = 0; b < B; ++b) {
           lasts[size_t(b)] = res[size_t(b)].pick;
           picks_hash = (picks_hash ^ uint64_t(uint32_t(res[size_t(b)].pick))) * 1099511628211ull;
@@ -425,29 +434,13 @@ int run_bench_command(int argc, char** argv) {
     for (const auto& [B, P] : mixed) {
       std::vector<SlotId> slots;
       std::vector<TokenId> lasts;
-      for (int b = 0; b < B; ++b) {
-        const SlotId sb = b == 0 ? slot : be.open_slot();
-        be.reset_slot(sb);
-        be.set_sampling(sb, greedy);
-        slots.push_back(sb);
-        Window pw = prompt_window(sb, prompt, c.vocab_size);
-        for (Row& r : pw.rows) r.token = bench_token(r.pos + 7 * b, c.vocab_size);
-        lasts.push_back(be.run_window(pw).back().pick);
-      }
+      prefill_batch(B, &slots, &lasts);
       const SlotId ps = be.open_slot();
       be.set_sampling(ps, greedy);
       const int steps = mixed_steps;
       int pos = prompt;
       auto step = [&](bool with_prompt) {
-        Window w;
-        for (int b = 0; b < B; ++b) {
-          Row r;
-          r.slot = slots[size_t(b)];
-          r.token = lasts[size_t(b)];
-          r.pos = pos;
-          r.want_pick = true;
-          w.rows.push_back(r);
-        }
+        Window w = decode_window(slots, lasts, pos);
         if (with_prompt) {
           be.reset_slot(ps);
           const Window pw = prompt_window(ps, P, c.vocab_size);
