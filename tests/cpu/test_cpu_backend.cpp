@@ -6,38 +6,15 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/sampling/sampler.hpp"
+#include "tests/common/backend_contract.hpp"
 
 using namespace strata;
 using Catch::Matchers::Contains;
+using namespace strata::backend_test;
 
 namespace {
 
 const std::string kModels = std::string(STRATA_SOURCE_DIR) + "/tests/data/models";
-
-std::vector<TokenId> prompt_tokens(int n, int vocab, int salt) {
-  std::vector<TokenId> t;
-  for (int i = 0; i < n; ++i) t.push_back(TokenId((i * 131 + salt * 71 + 17) % vocab));
-  return t;
-}
-
-Row row(SlotId s, TokenId t, int pos, bool logits = true) {
-  Row r;
-  r.slot = s;
-  r.token = t;
-  r.pos = pos;
-  r.want_logits = logits;
-  return r;
-}
-
-Window chunk(SlotId s, const std::vector<TokenId>& t, int first, int count) {
-  Window w;
-  for (int i = first; i < first + count; ++i) w.rows.push_back(row(s, t[size_t(i)], i));
-  return w;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
 
 }  // namespace
 
@@ -123,23 +100,7 @@ TEST_CASE("a batch window's picks and logprobs do not depend on the number of th
 TEST_CASE("a verify window trimmed by commit continues exactly like a slot that only ran the kept rows") {
   auto model = load_model(kModels + "/llama");
   CpuBackend be(*model, CpuBackendOptions{2, 64, 2});
-  const auto p = prompt_tokens(12, model->config.vocab_size, 4);
-  const SlotId a = be.open_slot(), ref = be.open_slot();
-  const auto straight = be.run_window(chunk(ref, p, 0, 12));
-
-  be.run_window(chunk(a, p, 0, 8));
-  Window verify = chunk(a, p, 8, 2);
-  verify.rows.push_back(row(a, 5, 10));  // rejected drafts
-  verify.rows.push_back(row(a, 6, 11));
-  const auto v = be.run_window(verify);
-  CHECK(same_bits(v[0].logits, straight[8].logits));
-  CHECK(same_bits(v[1].logits, straight[9].logits));
-  be.commit(a, 2);
-  // The next row must sit at the kept length; its logits read only kept state.
-  CHECK_THROWS_AS(be.run_window(chunk(a, p, 11, 1)), Error);
-  const auto next = be.run_window(chunk(a, p, 10, 2));
-  CHECK(same_bits(next[0].logits, straight[10].logits));
-  CHECK(same_bits(next[1].logits, straight[11].logits));
+  check_commit_trims_verify_window(be, model->config.vocab_size);
 }
 
 TEST_CASE("commit rejects n_keep outside the last window and slots that were not in it") {
@@ -157,32 +118,8 @@ TEST_CASE("commit rejects n_keep outside the last window and slots that were not
 
 TEST_CASE("bad windows throw strata::Error naming the problem and change no state") {
   auto model = load_model(kModels + "/qwen2");
-  const int V = model->config.vocab_size;
   CpuBackend be(*model, CpuBackendOptions{3, 8, 2});
-  const auto p = prompt_tokens(6, V, 5);
-  const SlotId a = be.open_slot(), ref = be.open_slot(), closed = be.open_slot();
-  be.close_slot(closed);
-  be.run_window(chunk(a, p, 0, 4));
-  const auto want = be.run_window(chunk(ref, p, 0, 5));
-
-  auto bad = [&](std::vector<Row> rows, const std::string& says) {
-    CHECK_THROWS_WITH(be.run_window(Window{rows}), Contains(says));
-  };
-  bad({row(a, p[4], 4), row(99, 1, 0)}, "slot 99 is not open");
-  bad({row(a, p[4], 4), row(closed, 1, 0)}, "slot 2 is not open");
-  bad({row(a, p[4], 5)}, "does not continue its history (committed length 4)");
-  bad({row(a, p[4], 3)}, "does not continue its history");
-  bad({row(a, p[4], 4), row(a, p[5], 6)}, "leaves a gap (expected 5)");
-  bad({row(a, p[4], 4), row(a, p[5], 5), row(ref, 1, 5), row(ref, 2, 6), row(ref, 3, 7), row(ref, 4, 8)},
-      "outside [0, max_context)");
-  bad({row(a, p[4], -1)}, "position -1");
-  bad({row(a, V, 4)}, "token " + std::to_string(V) + " is outside the vocabulary");
-  bad({row(a, -3, 4)}, "token -3");
-  bad(std::vector<Row>(9, row(a, 1, 4)), "exceed the backend's max_window_rows 8");
-
-  // Nothing moved: the slot continues at position 4 exactly as an untouched slot does.
-  const auto got = be.run_window(chunk(a, p, 4, 1));
-  CHECK(same_bits(got[0].logits, want[4].logits));
+  check_bad_windows_change_nothing(be, model->config.vocab_size);
 }
 
 TEST_CASE("slots open up to max_slots; close frees one; reset forgets the history") {

@@ -14,6 +14,7 @@
 
 #include "engine/core/backend.hpp"
 #include "engine/model/weights.hpp"
+#include "tests/common/backend_contract.hpp"
 
 namespace strata {
 namespace cuda_test {
@@ -54,31 +55,11 @@ inline DType reference_rope_dtype(const nlohmann::json& golden) {
   return DType::F32;
 }
 
-inline std::vector<TokenId> prompt_tokens(int n, int vocab, int salt) {
-  std::vector<TokenId> t;
-  for (int i = 0; i < n; ++i) t.push_back(TokenId((i * 131 + salt * 71 + 17) % vocab));
-  return t;
-}
-
-inline Row row(SlotId s, TokenId t, int pos, bool logits = true, bool pick = false) {
-  Row r;
-  r.slot = s;
-  r.token = t;
-  r.pos = pos;
-  r.want_logits = logits;
-  r.want_pick = pick;
-  return r;
-}
-
-inline Window chunk(SlotId s, const std::vector<TokenId>& t, int first, int count, bool pick = false) {
-  Window w;
-  for (int i = first; i < first + count; ++i) w.rows.push_back(row(s, t[size_t(i)], i, true, pick));
-  return w;
-}
-
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
+// The window builders every backend's tests share.
+using backend_test::chunk;
+using backend_test::prompt_tokens;
+using backend_test::row;
+using backend_test::same_bits;
 
 inline float max_abs(const std::vector<float>& v) {
   float m = 0.0f;

@@ -142,32 +142,12 @@ TEST_CASE("bad options are refused naming the option") {
 TEST_CASE("bad windows on the GPU throw strata::Error naming the problem and change no state") {
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/qwen2");
-  const int V = model->config.vocab_size;
   CudaBackendOptions o;
   o.max_slots = 3;
   o.max_context = 8;
   o.max_window_rows = 8;
   CudaBackend be(*model, o);
-  const auto p = prompt_tokens(6, V, 5);
-  const SlotId a = be.open_slot(), ref = be.open_slot(), closed = be.open_slot();
-  be.close_slot(closed);
-  be.run_window(chunk(a, p, 0, 4));
-  const auto want = be.run_window(chunk(ref, p, 0, 5));
-
-  auto bad = [&](std::vector<Row> rows, const std::string& says) {
-    CHECK_THROWS_WITH(be.run_window(Window{rows}), Contains(says));
-  };
-  bad({row(a, p[4], 4), row(99, 1, 0)}, "slot 99 is not open");
-  bad({row(a, p[4], 4), row(closed, 1, 0)}, "slot 2 is not open");
-  bad({row(a, p[4], 5)}, "does not continue its history (committed length 4)");
-  bad({row(a, p[4], 4), row(a, p[5], 6)}, "leaves a gap (expected 5)");
-  bad({row(a, p[4], 4), row(a, p[5], 5), row(ref, 1, 5), row(ref, 2, 6), row(ref, 3, 7), row(ref, 4, 8)},
-      "outside [0, max_context)");
-  bad({row(a, V, 4)}, "token " + std::to_string(V) + " is outside the vocabulary");
-  bad(std::vector<Row>(9, row(a, 1, 4)), "exceed the backend's max_window_rows 8");
-
-  const auto got = be.run_window(chunk(a, p, 4, 1));
-  CHECK(same_bits(got[0].logits, want[4].logits));
+  backend_test::check_bad_windows_change_nothing(be, model->config.vocab_size);
 }
 
 TEST_CASE("slots open up to capacity; close frees one; reset forgets the history") {

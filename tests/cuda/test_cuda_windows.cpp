@@ -225,21 +225,7 @@ TEST_CASE("a verify window trimmed by commit continues exactly like a slot that 
   REQUIRE(CudaBackend::device_count() > 0);
   auto model = load_model(models_dir() + "/llama");
   CudaBackend be(*model, small_options(2, 64));
-  const auto p = prompt_tokens(12, model->config.vocab_size, 4);
-  const SlotId a = be.open_slot(), ref = be.open_slot();
-  const auto straight = be.run_window(chunk(ref, p, 0, 12));
-  be.run_window(chunk(a, p, 0, 8));
-  Window verify = chunk(a, p, 8, 2);
-  verify.rows.push_back(row(a, 5, 10));  // rejected drafts
-  verify.rows.push_back(row(a, 6, 11));
-  const auto v = be.run_window(verify);
-  CHECK(same_bits(v[0].logits, straight[8].logits));
-  CHECK(same_bits(v[1].logits, straight[9].logits));
-  be.commit(a, 2);
-  CHECK_THROWS_AS(be.run_window(chunk(a, p, 11, 1)), Error);
-  const auto next = be.run_window(chunk(a, p, 10, 2));
-  CHECK(same_bits(next[0].logits, straight[10].logits));
-  CHECK(same_bits(next[1].logits, straight[11].logits));
+  backend_test::check_commit_trims_verify_window(be, model->config.vocab_size);
 }
 
 TEST_CASE("device-sampled, host-sampled, penalized and greedy picks equal engine/sampling's pick on the row's logits") {
