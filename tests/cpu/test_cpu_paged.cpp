@@ -5,9 +5,12 @@
 #include <cstring>
 
 #include "engine/cpu/cpu_backend.hpp"
+#include "tests/common/backend_contract.hpp"
 
 using namespace strata;
 using Catch::Matchers::Contains;
+using strata::backend_test::chunk;
+using strata::backend_test::same_bits;
 
 namespace {
 
@@ -17,23 +20,6 @@ std::vector<TokenId> tokens(int n, int vocab, int salt) {
   std::vector<TokenId> t;
   for (int i = 0; i < n; ++i) t.push_back(TokenId((i * 97 + salt * 53 + 11) % vocab));
   return t;
-}
-
-Window chunk(SlotId s, const std::vector<TokenId>& t, int first, int count) {
-  Window w;
-  for (int i = first; i < first + count; ++i) {
-    Row r;
-    r.slot = s;
-    r.token = t[size_t(i)];
-    r.pos = i;
-    r.want_logits = true;
-    w.rows.push_back(r);
-  }
-  return w;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && !a.empty() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
 CpuBackendOptions paged(int slots, int ctx, int blocks, int block_size, bool caching = true) {
