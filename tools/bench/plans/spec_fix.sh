@@ -1,4 +1,4 @@
-# device_call.sh plan, written for run 118 and not yet run (the device time ran out). After c68f7d6 (a slot
+# device_call.sh plan of run 118 (docs/PERFORMANCE.md). After c68f7d6 (a slot
 # keeps its own blocks when another sequence cached the same tokens): the GPU cases of speculation (the
 # engine's, random verify windows against single rows, the cached-block case) and of the autotuned GEMM; then
 # the bench that found the mismatch (run 115's retrained draft, in .devcarry/newdraft.tgz) and spec1's modes
