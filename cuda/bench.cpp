@@ -357,10 +357,6 @@ int run_bench_command(int argc, char** argv) {
       if (i == tokens - 2) STRATA_CUDA_CHECK(cudaProfilerStart());
       if (i == tokens) STRATA_CUDA_CHECK(cudaProfilerStop());
     };
-    // Decode at batch B (batch 1 always, then the --batch sizes): B slots each prefilled with the prompt, then
-    // greedy windows of one row per slot, one graph replay each; at B > 1 what llama-batched-bench's decode
-    // figure measures (engine only, no HTTP). The weights are read once per window, so the roofline fraction
-    // is per window: weight bytes x windows/s / copy bandwidth (KV reads not counted).
     // B slots (the first is `slot`) each reset, greedy and prefilled with the prompt (slot b's tokens offset by
     // 7b), and each one's first pick.
     auto prefill_batch = [&](int B, std::vector<SlotId>* slots, std::vector<TokenId>* lasts) {
@@ -387,6 +383,10 @@ int run_bench_command(int argc, char** argv) {
       }
       return w;
     };
+    // Decode at batch B (batch 1 always, then the --batch sizes): B slots each prefilled with the prompt, then
+    // greedy windows of one row per slot, one graph replay each; at B > 1 what llama-batched-bench's decode
+    // figure measures (engine only, no HTTP). The weights are read once per window, so the roofline fraction
+    // is per window: weight bytes x windows/s / copy bandwidth (KV reads not counted).
     std::vector<int> runs{1};
     for (int B : batches)
       if (B != 1) runs.push_back(B);
