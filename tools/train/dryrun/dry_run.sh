@@ -37,4 +37,10 @@ cp "$out/retrain2/spec_section.md" "$out/back/"
 cmp "$out/tree/models/strata-tiny-draft/README.md" "$out/retrain2/strata-tiny-draft/README.md"
 cmp "$out/tree/models/strata-tiny-draft/model.safetensors" "$out/retrain2/strata-tiny-draft/model.safetensors"
 grep -q "$(head -3 "$out/retrain2/spec_section.md" | tail -1)" "$out/tree/models/strata-tiny/README.md"
+# The feature-reading draft experiment (eagle_draft.py) against that target, compared with its token draft.
+PYTHONPATH="$here" PYTHONUNBUFFERED=1 /usr/bin/python3 "$here/../eagle_draft.py" --target "$out/strata-tiny" \
+  --out "$out/eagle" --smoke --device cpu --corpus-mb 3 --seconds 3 --self-distill-seconds 1 \
+  --shipped-draft "$out/strata-tiny-draft"
+/usr/bin/python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['acceptance']; assert r['eagle']['rounds'] > 0 and r['shipped']['rounds'] > 0, r" \
+  "$out/eagle/eagle_report.json"
 echo "dry_run.sh: ok"

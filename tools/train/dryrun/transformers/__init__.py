@@ -5,25 +5,30 @@ __version__ = "5.17.0"
 class Qwen3Config:
     def __init__(self, **kw):
         self.__dict__.update(kw); self._attn_implementation = None
+class _Body(torch.nn.Module):
+    # The stand-in's body: forward gives last_hidden_state as transformers' model.model does (eagle_draft.py).
+    def forward(self, input_ids=None):
+        h = self.embed_tokens(input_ids)
+        n = torch.arange(1, h.shape[1] + 1, device=h.device, dtype=h.dtype)[None, :, None]
+        return types.SimpleNamespace(last_hidden_state=self.norm(h + self.mix(h.cumsum(1) / n)))
 class Qwen3ForCausalLM(torch.nn.Module):
     def __init__(self, config):
         super().__init__()
         self.config = config
-        self.model = torch.nn.Module()
+        self.model = _Body()
         self.model.embed_tokens = torch.nn.Embedding(config.vocab_size, config.hidden_size)
         self.model.norm = torch.nn.LayerNorm(config.hidden_size)
-        self.mix = torch.nn.Linear(config.hidden_size, config.hidden_size)
+        self.model.mix = torch.nn.Linear(config.hidden_size, config.hidden_size)
         self.lm_head = torch.nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.lm_head.weight = self.model.embed_tokens.weight
+    def get_input_embeddings(self): return self.model.embed_tokens
     def tie_weights(self): self.lm_head.weight = self.model.embed_tokens.weight
     def forward(self, input_ids=None, use_cache=None, past_key_values=None):
         assert input_ids.dtype == torch.int64 and input_ids.dim() == 2, (input_ids.dtype, input_ids.shape)
         new = input_ids.shape[1]
         if past_key_values is not None:  # this stand-in keeps the ids so far as its cache and recomputes them
             input_ids = torch.cat([past_key_values, input_ids], dim=1)
-        h = self.model.embed_tokens(input_ids)
-        n = torch.arange(1, h.shape[1] + 1, device=h.device, dtype=h.dtype)[None, :, None]
-        h = self.model.norm(h + self.mix(h.cumsum(1) / n))
+        h = self.model(input_ids=input_ids).last_hidden_state
         return types.SimpleNamespace(logits=self.lm_head(h)[:, -new:], past_key_values=input_ids if use_cache else None)
     def save_pretrained(self, d):
         torch.save(self.state_dict(), os.path.join(d, "model.safetensors"))

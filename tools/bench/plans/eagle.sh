@@ -1,0 +1,13 @@
+# device_call.sh plan of run 119 (docs/PERFORMANCE.md): the cached-block GPU case as 8a2d48e set it up (not
+# yet run), the kernel bench's decode on strata-tiny (its batch builders were shared since its last run), then
+# the feature-reading draft experiment (tools/train/eagle_draft.py: does a draft fed the target's hidden state
+# accept enough for issue 6's 2x?), then, on an H200, issue 9's benchmark with what time is left.
+$S $B info
+. tools/bench/plans/lib.sh
+TEST_FILTER="CUDA: rows read*" $S $B test || true
+AB_LOG=tiny.log one tiny models/strata-tiny --gemm-min-rows 17 --batch 1,5 || true
+timeout "${EAGLE_TIMEOUT:-450}" python3 tools/train/eagle_draft.py --target models/strata-tiny --out "$OUT/eagle" \
+  --shipped-draft models/strata-tiny-draft --seconds "${EAGLE_SECONDS:-270}" --self-distill-seconds 80 \
+  > "$OUT/eagle.log" 2>&1 || echo "eagle_draft.py exited $?"
+grep -E "check_levels|acceptance|eagle: step [0-9]*000 |Error|error" "$OUT/eagle.log" | tail -14
+issue9_on_h200 1
