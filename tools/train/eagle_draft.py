@@ -66,17 +66,19 @@ def rope(x, pos, theta):
 
 
 class EagleDraft(nn.Module):
-    def __init__(self, feat, heads, kv_heads, head_dim, inter, theta, eps):
+    def __init__(self, feat, heads, kv_heads, head_dim, inter, theta, eps, attention=True):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim, self.theta = heads, kv_heads, head_dim, theta
+        self.attention = attention   # False: the step is fc then the MLP alone (no KV, half the kernels)
         self.fc = nn.Linear(2 * feat, feat, bias=False)
-        self.in_norm = RMSNorm(feat, eps)
-        self.q = nn.Linear(feat, heads * head_dim, bias=False)
-        self.k = nn.Linear(feat, kv_heads * head_dim, bias=False)
-        self.v = nn.Linear(feat, kv_heads * head_dim, bias=False)
-        self.o = nn.Linear(heads * head_dim, feat, bias=False)
-        self.q_norm = RMSNorm(head_dim, eps)
-        self.k_norm = RMSNorm(head_dim, eps)
+        if attention:
+            self.in_norm = RMSNorm(feat, eps)
+            self.q = nn.Linear(feat, heads * head_dim, bias=False)
+            self.k = nn.Linear(feat, kv_heads * head_dim, bias=False)
+            self.v = nn.Linear(feat, kv_heads * head_dim, bias=False)
+            self.o = nn.Linear(heads * head_dim, feat, bias=False)
+            self.q_norm = RMSNorm(head_dim, eps)
+            self.k_norm = RMSNorm(head_dim, eps)
         self.post_norm = RMSNorm(feat, eps)
         self.gate = nn.Linear(feat, inter, bias=False)
         self.up = nn.Linear(feat, inter, bias=False)
@@ -98,8 +100,9 @@ class EagleDraft(nn.Module):
         return q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
 
     def finish(self, x, att):
-        B, _, N, _ = att.shape
-        x = x + self.o(att.transpose(1, 2).reshape(B, N, -1))
+        if att is not None:
+            B, _, N, _ = att.shape
+            x = x + self.o(att.transpose(1, 2).reshape(B, N, -1))
         h = self.post_norm(x)
         x = x + self.down(F.silu(self.gate(h)) * self.up(h))
         return self.out_norm(x)
@@ -116,6 +119,14 @@ def levels_forward(draft, emb_w, head_w, tokens, feats, n_levels):
     dev = tokens.device
     scale = 1.0 / math.sqrt(draft.head_dim)
     x = draft.fc(torch.cat([emb_w[tokens[:, 1:]], feats[:, :-1]], -1))
+    if not draft.attention:
+        out = []
+        for j in range(n_levels):
+            f = draft.finish(x, None)
+            logits = torch.matmul(f, head_w.t())
+            out.append((f, logits))
+            x = draft.fc(torch.cat([emb_w[logits.argmax(-1).detach()], f], -1))
+        return out
     q, k1, v1 = draft.project(x, torch.arange(N, device=dev))
     causal = torch.ones(N, N, dtype=torch.bool, device=dev).tril()
     chain_k, chain_v, out = [], [], []
@@ -148,18 +159,24 @@ def sequential_chain(draft, emb_w, head_w, tokens, feats, s, k):
     target-fed entries 0..s, then k - 1 steps on the draft's own feature and token. Returns the k draft tokens
     and features; levels_forward's entry s must give the same (check_levels)."""
     x = draft.fc(torch.cat([emb_w[tokens[:, 1:s + 2]], feats[:, :s + 1]], -1))
-    q, ks, vs = draft.project(x, torch.arange(s + 1, device=tokens.device))
-    q, x = q[:, :, -1:], x[:, -1:]
+    if draft.attention:
+        q, ks, vs = draft.project(x, torch.arange(s + 1, device=tokens.device))
+        q = q[:, :, -1:]
+    x = x[:, -1:]
     toks, fs = [], []
     for j in range(k):
-        p = torch.softmax(torch.matmul(q, ks.transpose(-1, -2)).float() / math.sqrt(draft.head_dim), -1)
-        f = draft.finish(x, torch.matmul(p.to(vs.dtype), vs))
+        att = None
+        if draft.attention:
+            p = torch.softmax(torch.matmul(q, ks.transpose(-1, -2)).float() / math.sqrt(draft.head_dim), -1)
+            att = torch.matmul(p.to(vs.dtype), vs)
+        f = draft.finish(x, att)
         d = torch.matmul(f, head_w.t()).argmax(-1)
         toks.append(d[:, 0])
         fs.append(f[:, 0])
         x = draft.fc(torch.cat([emb_w[d], f], -1))
-        q, kn, vn = draft.project(x, torch.tensor([s + 1 + j], device=tokens.device))
-        ks, vs = torch.cat([ks, kn], 2), torch.cat([vs, vn], 2)
+        if draft.attention:
+            q, kn, vn = draft.project(x, torch.tensor([s + 1 + j], device=tokens.device))
+            ks, vs = torch.cat([ks, kn], 2), torch.cat([vs, vn], 2)
     return torch.stack(toks, 1), torch.stack(fs, 1)
 
 
@@ -320,6 +337,7 @@ def main():
     ap.add_argument("--intermediate", type=int, default=1024)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--kv-heads", type=int, default=4)
+    ap.add_argument("--no-attention", action="store_true", help="fc and the MLP only: a cheaper step")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--seq", type=int, default=256)
@@ -371,7 +389,7 @@ def main():
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     theta = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
     draft = EagleDraft(cfg.hidden_size, a.heads, a.kv_heads, head_dim, a.intermediate, theta,
-                       cfg.rms_norm_eps).to(device)
+                       cfg.rms_norm_eps, attention=not a.no_attention).to(device)
     n_params = sum(q.numel() for q in draft.parameters())
     tt.log(f"eagle draft: {n_params:,} parameters (plus the target's embedding and LM head)")
     # Before training (so a slip costs seconds, not the run): the parallel levels against step-by-step

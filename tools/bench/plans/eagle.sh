@@ -6,8 +6,17 @@ $S $B info
 . tools/bench/plans/lib.sh
 TEST_FILTER="CUDA: rows read*" $S $B test || true
 AB_LOG=tiny.log one tiny models/strata-tiny --gemm-min-rows 17 --batch 1,5 || true
-timeout "${EAGLE_TIMEOUT:-450}" python3 tools/train/eagle_draft.py --target models/strata-tiny --out "$OUT/eagle" \
-  --shipped-draft models/strata-tiny-draft --seconds "${EAGLE_SECONDS:-270}" --self-distill-seconds 80 \
-  > "$OUT/eagle.log" 2>&1 || echo "eagle_draft.py exited $?"
-grep -E "check_levels|acceptance|eagle: step [0-9]*000 |Error|error" "$OUT/eagle.log" | tail -14
+# Two drafts side by side (each a small model that leaves most of the GPU idle): one decoder layer, and fc plus
+# the MLP alone (no attention: about half a step's kernels).
+for v in attn mlp; do
+  flag=; [ $v = mlp ] && flag=--no-attention
+  timeout "${EAGLE_TIMEOUT:-450}" python3 tools/train/eagle_draft.py --target models/strata-tiny --out "$OUT/eagle_$v" \
+    --shipped-draft models/strata-tiny-draft --seconds "${EAGLE_SECONDS:-270}" --self-distill-seconds 80 \
+    --corpus-mb 160 $flag > "$OUT/eagle_$v.log" 2>&1 &
+done
+wait
+for v in attn mlp; do
+  echo "--- eagle $v"
+  grep -E "check_levels|acceptance|eagle: step [0-9]*000 |Error|error" "$OUT/eagle_$v.log" | tail -14
+done
 issue9_on_h200 1
