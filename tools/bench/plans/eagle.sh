@@ -11,8 +11,8 @@ AB_LOG=tiny.log one tiny models/strata-tiny --gemm-min-rows 17 --batch 1,5 || tr
 for v in attn mlp; do
   flag=; [ $v = mlp ] && flag=--no-attention
   timeout "${EAGLE_TIMEOUT:-450}" python3 tools/train/eagle_draft.py --target models/strata-tiny --out "$OUT/eagle_$v" \
-    --shipped-draft models/strata-tiny-draft --seconds "${EAGLE_SECONDS:-270}" --self-distill-seconds 80 \
-    --corpus-mb 160 $flag > "$OUT/eagle_$v.log" 2>&1 &
+    --shipped-draft models/strata-tiny-draft --seconds "${EAGLE_SECONDS:-270}" --self-distill-seconds "${EAGLE_SD:-80}" \
+    --corpus-mb "${EAGLE_MB:-160}" $flag > "$OUT/eagle_$v.log" 2>&1 &
 done
 wait
 for v in attn mlp; do
