@@ -23,8 +23,9 @@ last verified position, drafts k tokens through the levels and accepts the run o
 target adds its own token. The same rounds are counted for the shipped draft (--shipped-draft) on the same
 sequences, so the two mean accepted lengths compare directly.
 
-Writes OUTDIR/eagle_report.json (both acceptances, the training record) and OUTDIR/eagle_draft.safetensors
-(weights in bf16; the embedding and LM head are the target's and not stored).
+Writes OUTDIR/eagle_report.json (both acceptances, the training record) and OUTDIR/strata-tiny-feature-draft/
+(save_draft: config.json and model.safetensors in bf16, a Qwen3 layer's tensor names, for the engine's loader
+to come; the embedding and LM head are the target's and not stored).
 """
 import argparse
 import json
@@ -323,6 +324,48 @@ def measure(target, draft, emb_w, head_w, shipped, heldout_np, device, a, p):
     return result
 
 
+# Qwen3's names for the one layer (so the engine's checkpoint code reads it as a one-layer Qwen3 model whose
+# embedding and LM head come from the target), plus the input matrix.
+SAVE_NAMES = {"fc": "model.fc", "in_norm": "model.layers.0.input_layernorm", "q": "model.layers.0.self_attn.q_proj",
+              "k": "model.layers.0.self_attn.k_proj", "v": "model.layers.0.self_attn.v_proj",
+              "o": "model.layers.0.self_attn.o_proj", "q_norm": "model.layers.0.self_attn.q_norm",
+              "k_norm": "model.layers.0.self_attn.k_norm", "post_norm": "model.layers.0.post_attention_layernorm",
+              "gate": "model.layers.0.mlp.gate_proj", "up": "model.layers.0.mlp.up_proj",
+              "down": "model.layers.0.mlp.down_proj", "out_norm": "model.norm"}
+
+
+def save_draft(draft, cfg, a, d):
+    """The draft as a model directory: model.safetensors (bf16) and a config.json that says what it reads."""
+    os.makedirs(d, exist_ok=True)
+    state = {}
+    for k, v in draft.state_dict().items():
+        module, leaf = k.rsplit(".", 1)
+        state[SAVE_NAMES[module] + "." + leaf] = v.detach().to(torch.bfloat16).contiguous().cpu()
+    try:
+        from safetensors.torch import save_file
+        save_file(state, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    except ImportError:  # the dry run's torch may lack it
+        torch.save(state, os.path.join(d, "model.pt"))
+    theta = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
+    options, skip = [], False   # the command line without this machine's paths
+    for arg in rd.training_options(sys.argv[1:]):
+        if skip or arg == "--shipped-draft":
+            skip = not skip
+        elif not arg.startswith("--shipped-draft="):
+            options.append(arg)
+    conf = {"architectures": ["StrataFeatureDraft"], "model_type": "strata_feature_draft",
+            "feature": "the target's final-normed hidden state (its LM head's input) at the position before the token",
+            "fc_input": ["embedding", "feature"], "embedding_and_lm_head": "target",
+            "attention": draft.attention, "hidden_size": cfg.hidden_size, "num_hidden_layers": 1,
+            "num_attention_heads": draft.heads, "num_key_value_heads": draft.kv_heads, "head_dim": draft.head_dim,
+            "intermediate_size": draft.down.in_features, "hidden_act": "silu", "rms_norm_eps": cfg.rms_norm_eps,
+            "rope_parameters": {"rope_theta": theta, "rope_type": "default"},
+            "max_position_embeddings": cfg.max_position_embeddings, "vocab_size": cfg.vocab_size,
+            "trained_levels": a.levels, "made_by": "tools/train/eagle_draft.py " + " ".join(options)}
+    with open(os.path.join(d, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(conf, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", required=True)
@@ -405,12 +448,7 @@ def main():
     acc = measure(target, draft, emb_w, head_w, shipped, heldout_np, device, a, p)
     tt.log(f"acceptance: {json.dumps(acc)}")
 
-    state = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in draft.state_dict().items()}
-    try:
-        from safetensors.torch import save_file
-        save_file(state, os.path.join(a.out, "eagle_draft.safetensors"))
-    except ImportError:
-        torch.save(state, os.path.join(a.out, "eagle_draft.pt"))
+    save_draft(draft, cfg, a, os.path.join(a.out, "strata-tiny-feature-draft"))
     report = {"args": vars(a), "params": p, "draft_parameters": n_params, "corpus": cinfo,
               "self_distillation": sd, "training": tr, "acceptance": acc,
               "total_seconds": round(time.time() - tt.T0, 1)}

@@ -43,4 +43,5 @@ PYTHONPATH="$here" PYTHONUNBUFFERED=1 /usr/bin/python3 "$here/../eagle_draft.py"
   --shipped-draft "$out/strata-tiny-draft"
 /usr/bin/python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['acceptance']; assert r['eagle']['rounds'] > 0 and r['shipped']['rounds'] > 0, r" \
   "$out/eagle/eagle_report.json"
+grep -q '"StrataFeatureDraft"' "$out/eagle/strata-tiny-feature-draft/config.json"
 echo "dry_run.sh: ok"
