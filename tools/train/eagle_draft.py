@@ -346,20 +346,14 @@ def save_draft(draft, cfg, a, d):
         save_file(state, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
     except ImportError:  # the dry run's torch may lack it
         torch.save(state, os.path.join(d, "model.pt"))
-    theta = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
-    options, skip = [], False   # the command line without this machine's paths
-    for arg in rd.training_options(sys.argv[1:]):
-        if skip or arg == "--shipped-draft":
-            skip = not skip
-        elif not arg.startswith("--shipped-draft="):
-            options.append(arg)
+    options = rd.training_options(sys.argv[1:], ("--target", "--out", "--shipped-draft"))
     conf = {"architectures": ["StrataFeatureDraft"], "model_type": "strata_feature_draft",
             "feature": "the target's final-normed hidden state (its LM head's input) at the position before the token",
             "fc_input": ["embedding", "feature"], "embedding_and_lm_head": "target",
             "attention": draft.attention, "hidden_size": cfg.hidden_size, "num_hidden_layers": 1,
             "num_attention_heads": draft.heads, "num_key_value_heads": draft.kv_heads, "head_dim": draft.head_dim,
             "intermediate_size": draft.down.in_features, "hidden_act": "silu", "rms_norm_eps": cfg.rms_norm_eps,
-            "rope_parameters": {"rope_theta": theta, "rope_type": "default"},
+            "rope_parameters": {"rope_theta": draft.theta, "rope_type": "default"},
             "max_position_embeddings": cfg.max_position_embeddings, "vocab_size": cfg.vocab_size,
             "trained_levels": a.levels, "made_by": "tools/train/eagle_draft.py " + " ".join(options)}
     with open(os.path.join(d, "config.json"), "w", encoding="utf-8") as f:
@@ -400,11 +394,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     os.makedirs(a.out, exist_ok=True)
 
-    try:
-        target = tt.transformers.AutoModelForCausalLM.from_pretrained(a.target, dtype=torch.bfloat16)
-    except TypeError:
-        target = tt.transformers.AutoModelForCausalLM.from_pretrained(a.target, torch_dtype=torch.bfloat16)
-    target = target.to(device).eval()
+    target = rd.load_model(a.target, torch.bfloat16, device).eval()
     for q in target.parameters():
         q.requires_grad_(False)
     cfg = target.config

@@ -36,15 +36,15 @@ torch = tt.torch
 np = tt.np
 
 
-def training_options(argv):
-    """The command line without --target and --out (this machine's paths), for the draft card."""
+def training_options(argv, paths=("--target", "--out")):
+    """The command line without the options that name this machine's paths, for the draft card."""
     out, skip = [], False
     for arg in argv:
         if skip:
             skip = False
-        elif arg in ("--target", "--out"):
+        elif arg in paths:
             skip = True
-        elif not arg.startswith(("--target=", "--out=")):
+        elif not arg.startswith(tuple(p + "=" for p in paths)):
             out.append(arg)
     return out
 
@@ -65,14 +65,18 @@ def greedy_generate(model, ids, n_new):
     return torch.cat(out_ids, dim=1)
 
 
+def load_model(path, dtype, device, **kw):
+    """A saved model in `dtype` on the device (transformers v5 names the argument dtype, v4 torch_dtype)."""
+    try:
+        m = tt.transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kw)
+    except TypeError:
+        m = tt.transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype, **kw)
+    return m.to(device)
+
+
 def load_draft(path, device):
     """A saved draft model in fp32 on the device, with PyTorch's fused attention as tt.new_model asks."""
-    kw = {"attn_implementation": "sdpa"}
-    try:  # transformers v5 names it dtype, v4 torch_dtype
-        m = tt.transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **kw)
-    except TypeError:
-        m = tt.transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32, **kw)
-    return m.to(device)
+    return load_model(path, torch.float32, device, attn_implementation="sdpa")
 
 
 def self_distill_tokens(target, train_np, device, seconds, batch, n_new, prompt_lens, seed, eot):
@@ -150,11 +154,7 @@ def main():
     os.makedirs(ddir, exist_ok=True)
 
     # The target as shipped (bf16 weights; the teacher runs under bf16 autocast as in train_tiny.py).
-    try:  # transformers v5 names it dtype, v4 torch_dtype
-        target = tt.transformers.AutoModelForCausalLM.from_pretrained(a.target, dtype=torch.bfloat16)
-    except TypeError:
-        target = tt.transformers.AutoModelForCausalLM.from_pretrained(a.target, torch_dtype=torch.bfloat16)
-    target = target.to(device)
+    target = load_model(a.target, torch.bfloat16, device)
     target.eval()
     tok_path = os.path.join(a.target, "tokenizer.json")
     tok = tt.Tokenizer.from_file(tok_path)
