@@ -89,6 +89,8 @@ struct CudaBackend::Impl {
   cuda::PinnedBuffer meta_host, picks_host, table_host;
   cuda::PinnedBuffer logits_host;  // rows the host answers (grown on demand)
   cuda::PinnedBuffer logprobs_host;  // launch_logprobs's rows
+  cuda::PinnedBuffer feat_host;      // a segment's row features (WindowShape::features)
+  cuda::PinnedBuffer feat_in_host;   // a feature-reading model's input features of a segment
   cpu::ThreadPool host_pool;       // those rows' picks and logprobs
   cuda::ForwardContext fwd;
   std::map<cuda::WindowShape, std::unique_ptr<Graph>> graphs;
@@ -235,6 +237,9 @@ struct CudaBackend::Impl {
         {T * NH * S * HD * 4, reinterpret_cast<void**>(&ws.part_acc)},
         {T * NH * S * 2 * 4, reinterpret_cast<void**>(&ws.part_ml)},
         {R * H * 4, reinterpret_cast<void**>(&ws.fin)},
+        {T * H * 4, reinterpret_cast<void**>(&ws.feat)},
+        {cfg.feature_input ? T * H * 4 : 0, reinterpret_cast<void**>(&ws.feat_in)},
+        {cfg.feature_input ? T * 2 * H * 4 : 0, reinterpret_cast<void**>(&ws.xcat)},
         {T * ((H + 15) / 16) * 4, reinterpret_cast<void**>(&ws.ss)},
         {R2 * V * 4, reinterpret_cast<void**>(&ws.logits)},
         {R * 4, reinterpret_cast<void**>(&ws.picks)},
@@ -254,6 +259,8 @@ struct CudaBackend::Impl {
     }
     ws.in16 = in16;
     ws.max_splits = max_splits;
+    if (ws.feat_in) STRATA_CUDA_CHECK(cudaMemset(ws.feat_in, 0, T * H * 4));  // padding rows read zeros
+    fwd.features_in = ws.feat_in;
     STRATA_CUDA_CHECK(cudaMemset(ws.attn_counters, 0, size_t(cfg.num_heads) * 4));  // launch_attention_row
     cublas_ws = cuda::DeviceBuffer(kCublasWorkspace, "cuBLAS workspace");
     STRATA_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_ws.get(), cublas_ws.bytes()));
@@ -261,6 +268,8 @@ struct CudaBackend::Impl {
     meta_host = cuda::PinnedBuffer(cuda::meta_words_max(T, R) * 4, "window metadata");
     picks_host = cuda::PinnedBuffer(R * 4, "picks");
     logprobs_host = cuda::PinnedBuffer(R * size_t(cuda::kLogprobWords) * 4, "device logprobs");
+    feat_host = cuda::PinnedBuffer(T * H * 4, "row features");
+    if (cfg.feature_input) feat_in_host = cuda::PinnedBuffer(T * H * 4, "input features");
     mem.workspace_bytes = total + cublas_ws.bytes() + gemm->flush_bytes() + rope_cos.bytes() + rope_sin.bytes();
   }
 
@@ -462,6 +471,7 @@ struct CudaBackend::Impl {
         cuda::ForwardContext step = fwd;
         step.ws.meta = chain_meta_dev.get<int32_t>() + j * stride;
         step.feed = cuda::EmbedFeed{fwd.ws.picks, S, kept + j * size_t(S)};
+        step.features_in = fwd.ws.fin;  // a feature-reading model's next rows read the previous step's features
         cuda::record_forward(step, metas[j].shape, stream, false);  // chained steps' rows are greedy: no draws
       }
     });
@@ -541,7 +551,8 @@ struct CudaBackend::Impl {
   // A segment whose replay and copies are queued, and what its host part needs after the synchronize.
   struct Launched {
     cuda::WindowMeta meta;
-    int first = 0;
+    int first = 0, last = 0;
+    std::vector<RowResult>* results = nullptr;  // the window's, indexed like its rows
     std::vector<RowAnswer> answers;
     std::vector<int> host_rows;
     std::vector<char> device_picked;
@@ -566,7 +577,22 @@ struct CudaBackend::Impl {
     Launched l;
     l.meta = meta_for(win, first, last);
     l.first = first;
+    l.last = last;
+    l.results = results;
     cuda::WindowMeta& meta = l.meta;
+    const int H = cfg.hidden_size;
+    for (int i = first; i < last && !meta.shape.features; ++i) meta.shape.features = win.rows[size_t(i)].want_feature;
+    // A feature-reading model's input features of these rows (zeros where the window has none), ahead of the
+    // replay on the stream.
+    if (cfg.feature_input) {
+      const size_t bytes = size_t(last - first) * size_t(H) * 4;
+      if (win.features.empty()) {
+        STRATA_CUDA_CHECK(cudaMemsetAsync(fwd.ws.feat_in, 0, bytes, stream));
+      } else {
+        std::memcpy(feat_in_host.get(), win.features.data() + size_t(first) * size_t(H), bytes);
+        STRATA_CUDA_CHECK(cudaMemcpyAsync(fwd.ws.feat_in, feat_in_host.get(), bytes, cudaMemcpyHostToDevice, stream));
+      }
+    }
     const cuda::MetaLayout layout(meta.shape);
     // What each output row needs: a pick the device makes (or the host), logprobs the device computes (or
     // the host, from the logits), the logits themselves. Rows the host answers get their logits back in one
@@ -624,6 +650,9 @@ struct CudaBackend::Impl {
     if (any_device_lp)
       STRATA_CUDA_CHECK(cudaMemcpyAsync(logprobs_host.get(), fwd.ws.logprobs, size_t(R) * cuda::kLogprobWords * 4,
                                         cudaMemcpyDeviceToHost, stream));
+    if (meta.shape.features)
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(feat_host.get(), fwd.ws.feat, size_t(last - first) * size_t(H) * 4,
+                                        cudaMemcpyDeviceToHost, stream));
     return l;
   }
 
@@ -639,6 +668,14 @@ struct CudaBackend::Impl {
     const std::vector<char>& device_picked = l.device_picked;
     const std::vector<int>& device_lp = l.device_lp;
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (meta.shape.features) {
+      const size_t H = size_t(cfg.hidden_size);
+      for (int i = first; i < l.last; ++i)
+        if (win.rows[size_t(i)].want_feature) {
+          const float* f = feat_host.get<float>() + size_t(i - first) * H;
+          (*l.results)[size_t(i)].feature.assign(f, f + H);
+        }
+    }
     for (size_t k = 0; k < host_rows.size(); ++k)
       answers[size_t(host_rows[k])].logits = logits_host.get<float>() + k * size_t(V);
     // A whole-vocabulary draw the device handed back (-1: a top_p cut past the ranks it ordered, ties
@@ -681,6 +718,7 @@ struct CudaBackend::Impl {
     // The CPU backend's window rules and messages (SlotBook), so the engine treats both backends alike; a valid
     // window becomes the slots' history before the device runs it (commit() may trim it afterwards). A window
     // the pool has too few free blocks for throws KvExhausted from here, with nothing changed.
+    check_window_features(win, cfg.feature_input, cfg.hidden_size);
     book.accept(win);
     auto f = std::make_unique<InFlight>();
     f->win = win;
@@ -729,7 +767,7 @@ struct CudaBackend::Impl {
     std::vector<bool> seen(size_t(opts.max_slots) + 1, false);
     for (size_t i = 0; i < w0.rows.size(); ++i) {
       const Row& r = w0.rows[i];
-      if (r.want_logits || r.n_logprobs >= 0) return false;
+      if (r.want_logits || r.n_logprobs >= 0 || r.want_feature) return false;
       if (r.slot < 0 || r.slot >= opts.max_slots || !book.is_open(r.slot)) return false;  // run() says why
       if (!r.want_pick) continue;
       if (seen[size_t(r.slot)] || !device_pickable(book.params(r.slot))) return false;
@@ -740,6 +778,7 @@ struct CudaBackend::Impl {
     }
     const int S = int(picking.size());
     if (S == 0 || S > opts.max_output_rows) return false;
+    check_window_features(w0, cfg.feature_input, cfg.hidden_size);
     if (w0.rows.size() + size_t(S) * size_t(steps - 1) > size_t(opts.max_window_rows)) return false;
     for (size_t i : picking)
       if (w0.rows[i].pos + steps - 1 >= opts.max_context) return false;

@@ -113,6 +113,7 @@ DeviceWeights upload_weights(const Model& model, bool round_to_bf16) {
                               wdown;
   };
   const size_t embed_i = mat(ck.get("model.embed_tokens.weight", {v, h}));
+  const size_t fc_i = c.feature_input ? mat(ck.get("model.fc.weight", {h, 2 * h})) : SIZE_MAX;
   std::vector<LayerIdx> li;
   for (int l = 0; l < c.num_layers; ++l) {
     auto get = [&](const char* suffix, std::vector<int64_t> shape) -> const TensorView& {
@@ -152,6 +153,7 @@ DeviceWeights upload_weights(const Model& model, bool round_to_bf16) {
     return DeviceMatrix{base + pieces[i].offset, w.type, int(rows), int(cols)};
   };
   w.embed = mptr(embed_i, v, h);
+  if (fc_i != SIZE_MAX) w.fc = mptr(fc_i, h, 2 * h);
   w.output = mptr(head_i, v, h);
   for (const LayerIdx& x : li) {
     DeviceLayer L;

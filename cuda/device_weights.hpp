@@ -37,6 +37,7 @@ struct DeviceWeights {
   DeviceBuffer storage;
   WType type = WType::BF16;
   DeviceMatrix embed;              // [vocab, hidden]
+  DeviceMatrix fc;                 // [hidden, 2 hidden]: a feature-reading model's input matrix, else null
   DeviceMatrix output;             // lm_head, or embed when tied
   std::vector<DeviceLayer> layers;
   const float* final_norm = nullptr;

@@ -127,8 +127,15 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // On the skinny kernel's folded windows the embedding gives the first norm's folded input (xn and the sums
   // of squares), and the last residual add the final norm's, which the LM head reads for its output rows: two
   // launches less a window (skinny_edge_fold).
-  const bool edge_fold = fold && ctx.skinny_edge_fold && w.embed.type == WType::BF16 && H % 16 == 0;
-  if (edge_fold)
+  // A feature-reading model's first layer reads fc [embedding; feature], which the embedding cannot fold, and
+  // its output rows' features go to ws.fin (a chained step's next input), which the folded head skips.
+  const bool feature_model = w.fc.ptr != nullptr;
+  const bool edge_fold =
+      !feature_model && fold && ctx.skinny_edge_fold && w.embed.type == WType::BF16 && H % 16 == 0;
+  if (feature_model) {
+    launch_feature_input(w.embed.ptr, w.embed.type, H, tokens, T, ctx.features_in, ws.xcat, stream, ctx.feed);
+    launch_matvec(w.fc.ptr, w.fc.type, H, 2 * H, ws.xcat, T, ws.x, stream);
+  } else if (edge_fold)
     launch_embedding(w.embed.ptr, w.embed.type, H, tokens, T, ws.x, stream, w.layers[0].attn_norm, ws.xn, ws.ss,
                      ctx.feed);
   else
@@ -256,6 +263,13 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
       launch_add_rmsnorm(ws.x, ws.tmp, rem(ws.tmp, H), nullptr, w.layers[l + 1].attn_norm, nullptr, T, H, eps, true,
                          xn, in16, stream);
   }
+  // Every row's feature: the final norm of the residual stream (the unfolded path's last down projection is
+  // still in tmp; the folded and fused paths have added theirs).
+  if (shape.features) {
+    const bool pending = !fold && !gemv;
+    launch_add_rmsnorm(ws.x, pending ? ws.tmp : nullptr, pending ? rem(ws.tmp, H) : nullptr, nullptr, w.final_norm,
+                       nullptr, T, H, eps, false, ws.feat, Bf16Out{}, stream);
+  }
   if (R == 0) return;
   // The picks (and the device's logprobs of them) from the R rows of logits.
   int pick_parts = 0;  // the fused LM head's candidates a row, when it made them
@@ -272,8 +286,15 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   if (gemv) {  // the output rows, normed on the way in
     // The picks from the LM head's per-block candidates (same answer as argmax over the logits, without a pass
     // of one block over them).
-    fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows, nullptr,
-          gemv_picks_on ? &pick_parts : nullptr);
+    if (feature_model) {  // normed into ws.fin first, the next chained step's features
+      launch_add_rmsnorm(ws.x, nullptr, nullptr, nullptr, w.final_norm, out_rows, R, H, eps, false, ws.fin, Bf16Out{},
+                         stream);
+      fused(w.output, w.output.rows, ws.fin, nullptr, GemvEpilogue::Store, nullptr, ws.logits, R, nullptr, nullptr,
+            gemv_picks_on ? &pick_parts : nullptr);
+    } else {
+      fused(w.output, w.output.rows, ws.x, w.final_norm, GemvEpilogue::Store, nullptr, ws.logits, R, out_rows, nullptr,
+            gemv_picks_on ? &pick_parts : nullptr);
+    }
     answer_rows();
     return;
   }

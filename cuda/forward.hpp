@@ -27,6 +27,9 @@ struct Workspace {
   float* part_acc = nullptr; // attention splits
   float* part_ml = nullptr;
   float* fin = nullptr;      // [R][hidden]
+  float* feat = nullptr;     // [T][hidden]: every row's feature (WindowShape::features)
+  float* feat_in = nullptr;  // [T][hidden]: a feature-reading model's input features (uploaded per window)
+  float* xcat = nullptr;     // [T][2 hidden]: its fc matrix's input rows
   float* logits = nullptr;   // [R][vocab]
   int* picks = nullptr;      // [R]
   float* logprobs = nullptr; // [R][kLogprobWords]: launch_logprobs
@@ -60,9 +63,13 @@ struct ForwardContext {
   bool skinny_edge_fold = true;      // and with skinny_fold, the embedding and the LM head fold the first and
                                      // final norms
   EmbedFeed feed;                    // a chained step's tokens: the previous step's picks (run_chain)
+  // A feature-reading model's input features, a row each: ws.feat_in, or for a chained step the previous
+  // step's output rows' features (ws.fin, which such a model always writes).
+  const float* features_in = nullptr;
 };
 
-// Launches the whole window: embedding, every layer, final norm of the output rows, LM head,
+// Launches the whole window: embedding (a feature-reading model: fc over [embedding; feature]), every layer,
+// every row's feature when the shape asks, final norm of the output rows, LM head,
 // argmax and the seeded samples (and device logprobs) the metadata asks for. draws false leaves out the
 // kernels of the last two, for graphs whose rows are greedy argmaxes by contract (run_chain's steps).
 void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStream_t stream, bool draws = true);

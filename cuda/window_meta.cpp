@@ -20,8 +20,8 @@ int pow2_at_least(int n) {
 }  // namespace
 
 bool WindowShape::operator<(const WindowShape& o) const {
-  return std::tie(rows, out_rows, tiles_cap, splits_cap, flash_tiles_cap) <
-         std::tie(o.rows, o.out_rows, o.tiles_cap, o.splits_cap, o.flash_tiles_cap);
+  return std::tie(rows, out_rows, tiles_cap, splits_cap, flash_tiles_cap, features) <
+         std::tie(o.rows, o.out_rows, o.tiles_cap, o.splits_cap, o.flash_tiles_cap, o.features);
 }
 
 MetaLayout::MetaLayout(const WindowShape& s) {

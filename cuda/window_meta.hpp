@@ -19,6 +19,7 @@ struct WindowShape {
   int tiles_cap = 0;    // attention query tiles the grid covers (>= the window's tiles)
   int splits_cap = 0;   // attention splits the grid covers (>= what the window's largest position needs)
   int flash_tiles_cap = 0;  // the long tiles flash attention takes beside the tensor-core kernel (0: none)
+  bool features = false;    // every row's feature (the final-normed state) to Workspace::feat (Row::want_feature)
   bool operator<(const WindowShape& o) const;
 };
 

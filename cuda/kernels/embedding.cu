@@ -72,7 +72,38 @@ __global__ void embedding_f32(const float* __restrict__ table, int hidden, const
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(r) * hidden + i] = src[i];
 }
 
+// A feature-reading model's input row: xcat[r] = [table[token r] widened; features[r]] (2 hidden values), the
+// input of its fc matrix.
+template <typename T>
+__global__ void feature_input(const T* __restrict__ table, int hidden, const int* __restrict__ tokens,
+                              const float* __restrict__ features, float* __restrict__ xcat, EmbedFeed feed) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int r = blockIdx.x;
+  const T* src = table + size_t(row_token(tokens, feed, r)) * hidden;
+  float* dst = xcat + size_t(r) * 2 * hidden;
+  const float* f = features + size_t(r) * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+    dst[i] = float(src[i]);
+    dst[hidden + i] = f[i];
+  }
+}
+
 }  // namespace
+
+void launch_feature_input(const void* table, WType t, int hidden, const int* tokens, int rows, const float* features,
+                          float* xcat, cudaStream_t stream, const EmbedFeed& feed) {
+  if (rows <= 0) return;
+  if (feed.n > 0 && (!feed.picks || feed.n > rows))
+    throw Error("cuda feature input: a chained step's picks must cover at most the window's rows");
+  if (t == WType::BF16)
+    launch_kernel(feature_input<__nv_bfloat16>, rows, 256, 0, stream, static_cast<const __nv_bfloat16*>(table), hidden,
+                  tokens, features, xcat, feed);
+  else
+    launch_kernel(feature_input<float>, rows, 256, 0, stream, static_cast<const float*>(table), hidden, tokens, features,
+                  xcat, feed);
+  STRATA_CUDA_CHECK_LAUNCH();
+}
 
 void launch_embedding(const void* table, WType t, int hidden, const int* tokens, int rows, float* x,
                       cudaStream_t stream, const float* norm, float* xn, float* ss, const EmbedFeed& feed) {

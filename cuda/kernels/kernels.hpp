@@ -30,6 +30,10 @@ void launch_embedding(const void* table, WType t, int hidden, const int* tokens,
                       cudaStream_t stream, const float* norm = nullptr, float* xn = nullptr, float* ss = nullptr,
                       const EmbedFeed& feed = {});
 
+// A feature-reading model's input rows (ModelConfig::feature_input): xcat[r] = [table[token r] widened to fp32;
+// features[r]], 2 hidden values a row, for its fc matrix. Tokens as launch_embedding takes them (feed too).
+void launch_feature_input(const void* table, WType t, int hidden, const int* tokens, int rows, const float* features,
+                          float* xcat, cudaStream_t stream, const EmbedFeed& feed = {});
 
 // The GEMM path's bf16 inputs and fp32 outputs (forward.cpp). Plain: a matmul input of `rows` rows is their bf16
 // rounding, [rows][k]. Split: rows [rows, 2 rows) follow with the bf16 remainders (x - hi), so one GEMM of

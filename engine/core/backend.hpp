@@ -17,6 +17,7 @@ struct Row {
   bool want_pick = false;   // sample the next token from this row's logits
   int n_logprobs = -1;      // -1: none; >= 0: return the pick's logprob and this many top alternatives
   bool want_logits = false; // return the full logits row (tests, golden parity)
+  bool want_feature = false; // return the row's feature: the final-normed hidden state its LM head reads
 };
 
 struct TopLogprob {
@@ -29,13 +30,30 @@ struct RowResult {
   float pick_logprob = 0.0f;   // log-softmax of the (unmodified, temperature-free) logits at `pick`
   std::vector<TopLogprob> top; // n_logprobs best, descending
   std::vector<float> logits;   // when want_logits
+  std::vector<float> feature;  // when want_feature: hidden_size values
 };
 
 // The rows one backend call processes. T rows of one slot at consecutive positions (prompt chunk or
 // verify window), S rows of S slots (batch window), or a mix. Rows of one slot are in position order.
 struct Window {
   std::vector<Row> rows;
+  // A feature-reading model's input (ModelConfig::feature_input): hidden_size values per row, row after row,
+  // each paired with its row's token (engine/spec/feature_drafter.hpp). Empty for every other model; a
+  // feature-reading model given none reads zeros.
+  std::vector<float> features;
 };
+
+// Throws strata::Error unless `window` carries what a model reads: hidden_size features per row for a
+// feature-reading model (or none, read as zeros), none for any other.
+inline void check_window_features(const Window& window, bool feature_input, int hidden_size) {
+  if (window.features.empty()) return;
+  if (!feature_input) throw Error("window: features given to a model that reads none");
+  const size_t want = window.rows.size() * static_cast<size_t>(hidden_size);
+  if (window.features.size() != want)
+    throw Error("window: " + std::to_string(window.features.size()) + " feature values for " +
+                std::to_string(window.rows.size()) + " rows of hidden_size " + std::to_string(hidden_size) +
+                " (expected " + std::to_string(want) + ")");
+}
 
 struct BackendInfo {
   std::string name;        // "cpu", "cuda"
@@ -95,21 +113,27 @@ class Backend {
 
   // Greedy continuation without a host round trip per step (the draft model's proposals): runs `window`, then
   // steps - 1 windows of one row for each of its picking rows, each row's token the previous step's pick for
-  // that slot at the next position. Returns every step's picks, in the window's picking-row order. Each slot
+  // that slot at the next position (and, for a feature-reading model, its feature the previous step's
+  // feature of that row). Returns every step's picks, in the window's picking-row order. Each slot
   // has at most one picking row, its last, and its sampling must be greedy. All rows stay (commit() may trim
   // only the rows after the first window's). The default runs the steps as windows; a device backend may
   // feed the picks on the device.
   virtual std::vector<std::vector<TokenId>> run_chain(const Window& window, int steps) {
     std::vector<std::vector<TokenId>> picks;
     Window w = window;
+    // A feature-reading model's next row reads the feature of the row that picked its token.
+    const bool features = !window.features.empty();
     for (int step = 0; step < steps; ++step) {
-      const std::vector<RowResult> r = run_window(w);
+      if (features)
+        for (Row& r : w.rows) r.want_feature = r.want_pick;
+      std::vector<RowResult> r = run_window(w);
       Window next;
       picks.emplace_back();
       for (size_t i = 0; i < w.rows.size() && i < r.size(); ++i) {
         if (!w.rows[i].want_pick) continue;
         picks.back().push_back(r[i].pick);
         next.rows.push_back(Row{w.rows[i].slot, r[i].pick, w.rows[i].pos + 1, true});
+        if (features) next.features.insert(next.features.end(), r[i].feature.begin(), r[i].feature.end());
       }
       w = std::move(next);
     }

@@ -930,6 +930,7 @@ struct Engine::Impl {
         continue;
       }
       s.n_cached = row.pos + 1;
+      if (row.want_feature && s.drafter) s.drafter->take_feature(row.pos, std::move(results[i].feature));
       if (row.want_logits) out.record_prompt_logprob(s, row.pos, results[i].logits);
       if (!row.want_pick) continue;
       emit(s, results[i]);
@@ -1008,6 +1009,11 @@ struct Engine::Impl {
     if (opts.metrics) {
       opts.metrics->spec_draft(n_drafts, accepted);
       for (int j = 0; j < accepted; ++j) opts.metrics->spec_accepted_at(j);
+    }
+    // The kept rows' features (the last token's and the accepted drafts') go to a feature-reading drafter.
+    for (int j = 0; j <= accepted; ++j) {
+      const size_t r = first + static_cast<size_t>(j);
+      if (rows[r].want_feature && s.drafter) s.drafter->take_feature(rows[r].pos, std::move(results[r].feature));
     }
     for (int j = 0; j <= accepted; ++j)
       if (!emit(s, results[first + static_cast<size_t>(j)])) break;

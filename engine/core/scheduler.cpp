@@ -29,6 +29,8 @@ void add_rows(PlannedWindow& plan, SlotState* s, int n) {
     if (row.want_pick) row.n_logprobs = s->req->logprobs;
     // Prompt logprobs: the logits at position p score the prompt token at p + 1.
     row.want_logits = s->req->prompt_logprobs && pos + 1 < s->n_prompt && pos + 1 >= s->prompt_logprobs_done;
+    // A feature-reading drafter gets the target's feature of every row (a verify window's draft rows copy it).
+    row.want_feature = s->drafter && s->drafter->feature_dim() > 0;
     plan.window.rows.push_back(row);
     plan.row_owner.push_back(s);
   }

@@ -90,6 +90,7 @@ struct CpuBackend::Impl {
 
   std::vector<RowResult> run(const Window& win) {
     // A valid window becomes the slots' history before any arithmetic (commit() may trim it afterwards).
+    check_window_features(win, cfg.feature_input, cfg.hidden_size);
     book.accept(win);
     const int T = int(win.rows.size());
     std::vector<RowResult> results(static_cast<size_t>(T));
@@ -98,8 +99,18 @@ struct CpuBackend::Impl {
     const int H = cfg.hidden_size, FF = cfg.intermediate_size, HD = cfg.head_dim;
     std::vector<float> x(size_t(T) * H), xn(size_t(T) * H), qkv(size_t(T) * qkv_dim), att(size_t(T) * q_dim),
         tmp(size_t(T) * H), gu(size_t(T) * 2 * FF), act(size_t(T) * FF);
-    for (int r = 0; r < T; ++r)
-      std::copy_n(w.embed.data() + size_t(win.rows[size_t(r)].token) * H, H, x.data() + size_t(r) * H);
+    if (w.fc.empty()) {
+      for (int r = 0; r < T; ++r)
+        std::copy_n(w.embed.data() + size_t(win.rows[size_t(r)].token) * H, H, x.data() + size_t(r) * H);
+    } else {  // a feature-reading model: x = fc [embedding; feature]
+      std::vector<float> in(size_t(T) * 2 * H, 0.0f);
+      for (int r = 0; r < T; ++r) {
+        float* row = in.data() + size_t(r) * 2 * H;
+        std::copy_n(w.embed.data() + size_t(win.rows[size_t(r)].token) * H, H, row);
+        if (!win.features.empty()) std::copy_n(win.features.data() + size_t(r) * H, H, row + H);
+      }
+      matmul(w.fc, H, 2 * H, in.data(), T, x.data());
+    }
 
     const size_t layer_stride = kv.layer_stride;
     const int bs = book.block_size();
@@ -198,17 +209,26 @@ struct CpuBackend::Impl {
       for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
     }
 
-    // Only rows that need an answer pay for the vocabulary projection.
-    std::vector<int> out_rows;
+    // Only rows that need an answer pay for the vocabulary projection; rows that want their feature (the
+    // final-normed state) get it from the same norm.
+    std::vector<int> out_rows, fin_rows;
     for (int r = 0; r < T; ++r) {
       const Row& row = win.rows[size_t(r)];
-      if (row.want_pick || row.want_logits || row.n_logprobs >= 0) out_rows.push_back(r);
+      const bool answer = row.want_pick || row.want_logits || row.n_logprobs >= 0;
+      if (answer) out_rows.push_back(r);
+      if (answer || row.want_feature) fin_rows.push_back(r);
     }
-    if (out_rows.empty()) return results;
+    if (fin_rows.empty()) return results;
     const int R = int(out_rows.size()), V = cfg.vocab_size;
-    std::vector<float> fin(size_t(R) * H), logits(size_t(R) * V);
-    for (int i = 0; i < R; ++i)
-      rmsnorm(&x[size_t(out_rows[size_t(i)]) * H], w.final_norm.data(), H, &fin[size_t(i) * H]);
+    std::vector<float> fin(size_t(R) * H), logits(size_t(R) * V), feature(static_cast<size_t>(H));
+    for (int i = 0, o = 0; i < int(fin_rows.size()); ++i) {
+      const int r = fin_rows[size_t(i)];
+      const bool answer = o < R && out_rows[size_t(o)] == r;
+      float* y = answer ? &fin[size_t(o++) * H] : feature.data();
+      rmsnorm(&x[size_t(r) * H], w.final_norm.data(), H, y);
+      if (win.rows[size_t(r)].want_feature) results[size_t(r)].feature.assign(y, y + H);
+    }
+    if (R == 0) return results;
     matmul(w.output(), V, H, fin.data(), R, logits.data());
     std::vector<RowAnswer> answers(static_cast<size_t>(R));
     for (int i = 0; i < R; ++i) {

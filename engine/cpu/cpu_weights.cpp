@@ -20,6 +20,7 @@ CpuWeights convert_weights(const Model& model) {
   const int64_t ff = c.intermediate_size, v = c.vocab_size;
   CpuWeights w;
   w.embed = ck.get("model.embed_tokens.weight", {v, h}).to_f32();
+  if (c.feature_input) w.fc = ck.get("model.fc.weight", {h, 2 * h}).to_f32();
   for (int l = 0; l < c.num_layers; ++l) {
     auto get = [&](const char* suffix, std::vector<int64_t> shape) -> const TensorView& {
       return ck.get(layer_tensor(l, suffix), shape);

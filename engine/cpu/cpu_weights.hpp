@@ -23,6 +23,7 @@ struct CpuLayer {
 
 struct CpuWeights {
   std::vector<float> embed;  // [vocab, hidden]
+  std::vector<float> fc;     // [hidden, 2 hidden] for a feature-reading model (ModelConfig::feature_input), else empty
   std::vector<CpuLayer> layers;
   std::vector<float> final_norm;
   std::vector<float> lm_head;  // [vocab, hidden]; empty when tied to embed

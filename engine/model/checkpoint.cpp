@@ -101,6 +101,16 @@ std::unique_ptr<Checkpoint> Checkpoint::open_dir(const std::string& dir) {
   return ck;
 }
 
+void Checkpoint::adopt(std::unique_ptr<Checkpoint> other, const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    auto it = other->tensors_.find(n);
+    if (it == other->tensors_.end()) continue;
+    if (tensors_.count(n) != 0) throw Error("tensor " + n + " is in both checkpoints");
+    tensors_.emplace(n, it->second);
+  }
+  for (auto& f : other->files_) files_.push_back(std::move(f));
+}
+
 bool Checkpoint::has(const std::string& name) const { return tensors_.count(name) != 0; }
 
 const TensorView& Checkpoint::get(const std::string& name) const {

@@ -25,7 +25,7 @@ bool read_if_exists(const std::string& path, std::string* out) {
 
 }  // namespace
 
-std::unique_ptr<Model> load_model(const std::string& dir) {
+std::unique_ptr<Model> load_model(const std::string& dir, const Model* target) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw Error(dir + ": model directory missing");
   auto m = std::make_unique<Model>();
@@ -48,6 +48,22 @@ std::unique_ptr<Model> load_model(const std::string& dir) {
   if (m->tokenizer_meta.chat_template.empty()) read_if_exists(dir + "/chat_template.jinja", &m->tokenizer_meta.chat_template);
 
   m->checkpoint = Checkpoint::open_dir(dir);
+  if (m->config.feature_input) {
+    const ModelConfig& c = m->config;
+    if (!target)
+      throw Error(dir + ": a feature draft (" + c.architecture + ") reads its target's embedding and LM head; load it "
+                  "as the draft of a target model");
+    if (target->config.hidden_size != c.hidden_size || target->config.vocab_size != c.vocab_size)
+      throw Error(dir + ": a feature draft of hidden_size " + std::to_string(c.hidden_size) + " and vocab_size " +
+                  std::to_string(c.vocab_size) + " cannot read a target of hidden_size " +
+                  std::to_string(target->config.hidden_size) + " and vocab_size " +
+                  std::to_string(target->config.vocab_size));
+    try {
+      m->checkpoint->adopt(Checkpoint::open_dir(target->dir), {"model.embed_tokens.weight", "lm_head.weight"});
+    } catch (const Error& e) {
+      throw Error(dir + ": the target's embedding and LM head (" + target->dir + "): " + e.what());
+    }
+  }
   // With lm_head.weight absent the output projection is the embedding matrix, whatever the config says.
   if (!m->checkpoint->has("lm_head.weight")) m->config.tie_word_embeddings = true;
   try {

@@ -10,7 +10,7 @@ namespace strata {
 namespace {
 
 constexpr const char* kWhere = "config.json";
-constexpr const char* kSupportedArchs = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+constexpr const char* kSupportedArchs = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, StrataFeatureDraft";
 constexpr const char* kSupportedRope = "default, llama3";
 
 Arch parse_arch(const nlohmann::json& j, std::string* name) {
@@ -20,7 +20,7 @@ Arch parse_arch(const nlohmann::json& j, std::string* name) {
   *name = j["architectures"][0].get<std::string>();
   if (*name == "LlamaForCausalLM") return Arch::Llama;
   if (*name == "Qwen2ForCausalLM") return Arch::Qwen2;
-  if (*name == "Qwen3ForCausalLM") return Arch::Qwen3;
+  if (*name == "Qwen3ForCausalLM" || *name == "StrataFeatureDraft") return Arch::Qwen3;
   throw Error(std::string(kWhere) + ": unsupported architecture \"" + *name + "\" (supported: " + kSupportedArchs +
               ")");
 }
@@ -94,6 +94,19 @@ ModelConfig parse_model_config(const std::string& text) {
     c.o_proj_bias = c.attention_bias;
   }
   c.qk_norm = c.arch == Arch::Qwen3;
+  if (c.architecture == "StrataFeatureDraft") {
+    // What eagle_draft.py writes: fc over [embedding; feature], one attention layer, the target's embedding
+    // and LM head. Anything else is a draft this loader would read wrongly.
+    c.feature_input = true;
+    if (!f.boolean("attention", true)) throw f.error("attention", "false (a draft without attention) is not supported");
+    if (!f.has("fc_input")) throw f.error("fc_input", "is missing");
+    const nlohmann::json& in = f.at("fc_input");
+    if (in != nlohmann::json::array({"embedding", "feature"}))
+      throw f.error("fc_input", "must be [\"embedding\", \"feature\"], found " + in.dump());
+    const std::string shared = f.string("embedding_and_lm_head", "");
+    if (shared != "target") throw f.error("embedding_and_lm_head", "must be \"target\", found \"" + shared + "\"");
+    if (c.attention_bias) throw f.error("attention_bias", "true is not supported for StrataFeatureDraft");
+  }
 
   // dtype only says what the weights were saved as; the safetensors headers are authoritative.
   for (const char* key : {"dtype", "torch_dtype"}) {

@@ -36,6 +36,10 @@ struct ModelConfig {
   bool attention_bias = false;  // Qwen2: q/k/v projections carry a bias
   bool o_proj_bias = false;     // Llama/Qwen3 with attention_bias: o_proj carries one too
   bool qk_norm = false;         // Qwen3: RMSNorm over each head of q and k before RoPE
+  // A feature-reading draft (architecture StrataFeatureDraft, tools/train/eagle_draft.py): a Qwen3 stack whose
+  // input row is model.fc applied to [embedding(token); feature], the feature being the target's final-normed
+  // hidden state (Window::features). Its embedding and LM head are the target's (load_model's `target`).
+  bool feature_input = false;
   RopeConfig rope;
 };
 

@@ -11,6 +11,7 @@ std::vector<TensorSpec> required_tensors(const ModelConfig& c) {
   const int64_t ff = c.intermediate_size, v = c.vocab_size;
   std::vector<TensorSpec> t;
   t.push_back({"model.embed_tokens.weight", {v, h}});
+  if (c.feature_input) t.push_back({"model.fc.weight", {h, 2 * h}});
   for (int l = 0; l < c.num_layers; ++l) {
     t.push_back({layer_tensor(l, "input_layernorm.weight"), {h}});
     t.push_back({layer_tensor(l, "self_attn.q_proj.weight"), {q, h}});

@@ -42,6 +42,9 @@ class Checkpoint {
   // Checks shape and returns the tensor; throws Error "tensor X: expected [a, b], found [c, d]".
   const TensorView& get(const std::string& name, const std::vector<int64_t>& shape) const;
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
+  // Takes over `other`'s mappings and adds its tensors named in `names` (those it has; one already here is an
+  // Error): a feature draft's checkpoint reads the target's embedding and LM head this way.
+  void adopt(std::unique_ptr<Checkpoint> other, const std::vector<std::string>& names);
 
  private:
   Checkpoint() = default;
@@ -60,6 +63,9 @@ struct Model {
 
 // Loads config.json, generation_config.json, tokenizer_config.json and the safetensors; checks every tensor
 // the architecture needs exists with the right shape. Throws strata::Error with a clear message.
-std::unique_ptr<Model> load_model(const std::string& model_dir);
+// A feature-reading draft (ModelConfig::feature_input) takes its embedding and LM head from `target`, the
+// model it drafts for (a second mapping of the target's files), and needs it: without one it is an Error, as
+// is a target whose hidden size or vocabulary differs.
+std::unique_ptr<Model> load_model(const std::string& model_dir, const Model* target = nullptr);
 
 }  // namespace strata

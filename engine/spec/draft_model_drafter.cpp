@@ -4,8 +4,10 @@
 
 namespace strata {
 
-DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft) : draft_(std::move(draft)) {
+DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim)
+    : draft_(std::move(draft)), feature_dim_(feature_dim), shift_(feature_dim > 0 ? 1 : 0) {
   if (!draft_) throw Error("draft-model drafter: no draft backend");
+  if (feature_dim < 0) throw Error("draft-model drafter: feature_dim must not be negative");
 }
 
 DraftModelDrafter::~DraftModelDrafter() {
@@ -23,6 +25,45 @@ std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& hist
   return std::move(one[0].drafts);
 }
 
+void DraftModelDrafter::take_feature(int32_t pos, std::vector<float>&& feature) {
+  const size_t d = static_cast<size_t>(feature_dim_);
+  if (d == 0 || pos < 0 || feature.size() != d) return;  // a feature it cannot use reads as zeros
+  const size_t p = static_cast<size_t>(pos);
+  if (p < feat_from_) return;  // its entry is fed (a recompute after a restart delivers it again)
+  const size_t have = feats_.size() / d;
+  if (p > feat_from_ + have) {  // a gap (rows the prefix cache supplied): those read as zeros
+    feats_.clear();
+    feat_from_ = p;
+  } else {
+    feats_.resize((p - feat_from_) * d);  // a position delivered again replaces it and what followed
+  }
+  feats_.insert(feats_.end(), feature.begin(), feature.end());
+  if (feats_.size() > kMaxHeldFeatureValues) drop_features_before(feat_from_ + (feats_.size() - kMaxHeldFeatureValues + d - 1) / d);
+}
+
+void DraftModelDrafter::drop_features_before(size_t pos) {
+  if (feature_dim_ == 0 || pos <= feat_from_) return;
+  const size_t d = static_cast<size_t>(feature_dim_);
+  const size_t n = std::min(feats_.size() / d, pos - feat_from_);
+  feats_.erase(feats_.begin(), feats_.begin() + static_cast<long>(n * d));
+  feat_from_ = pos;
+  if (feats_.empty()) feats_.shrink_to_fit();  // a long prompt's features do not stay allocated
+}
+
+void DraftModelDrafter::add_entries(Window& w, const std::vector<TokenId>& h, size_t from, size_t to) const {
+  for (size_t i = from; i < to; ++i) w.rows.push_back(Row{slot_, h[i + shift_], static_cast<int32_t>(i)});
+  if (feature_dim_ == 0) return;
+  const size_t d = static_cast<size_t>(feature_dim_), have = feats_.size() / d;
+  for (size_t i = from; i < to; ++i) {
+    if (i >= feat_from_ && i < feat_from_ + have) {
+      const auto f = feats_.begin() + static_cast<long>((i - feat_from_) * d);
+      w.features.insert(w.features.end(), f, f + static_cast<long>(d));
+    } else {
+      w.features.insert(w.features.end(), d, 0.0f);
+    }
+  }
+}
+
 bool DraftModelDrafter::prepare(const std::vector<TokenId>& history) {
   if (slot_ == kNoSlot) {
     slot_ = draft_->open_slot();
@@ -31,23 +72,28 @@ bool DraftModelDrafter::prepare(const std::vector<TokenId>& history) {
     greedy.temperature = 0.0f;
     draft_->set_sampling(slot_, greedy);
     cached_.clear();
+    held_ = 0;
     dirty_ = false;
   }
   if (dirty_) {  // a proposal that threw part-way left the slot's contents unknown
     draft_->reset_slot(slot_);
     cached_.clear();
+    held_ = 0;
   }
-  // Keep what the slot holds as far as it agrees with the history minus its last token (which this
-  // proposal feeds): the drafts the target accepted stay, the rest is cut off.
-  const size_t limit = history.size() - 1;
+  // Keep the entries that agree with the history, all but its last (which this proposal feeds): the drafts
+  // the target accepted stay, the rest is cut off.
+  const size_t limit = entries(history) - 1;
   size_t common = 0;
-  while (common < cached_.size() && common < limit && cached_[common] == history[common]) ++common;
-  if (common < cached_.size()) cached_.resize(size_t(draft_->truncate(slot_, int(common))));
+  while (common < cached_.size() && common < limit && cached_[common] == history[common + shift_]) ++common;
+  if (common < held_) {
+    cached_.resize(std::min(common, static_cast<size_t>(std::max(0, draft_->truncate(slot_, int(common))))));
+    held_ = cached_.size();
+  }
   dirty_ = true;  // until the proposal completes
   return true;
 }
 
-// Every job advances in lockstep: step 0 feeds each slot the history past what it holds (drafting d1), step
+// Every job advances in lockstep: step 0 feeds each slot the entries past what it holds (drafting d1), step
 // j feeds dj alone (drafting dj+1), every row kept. All jobs' rows of a step share windows, so a batch of S
 // slots costs k draft windows of about S rows, not S x k windows, and a device backend runs the k steps
 // without a host round trip between them.
@@ -55,14 +101,14 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
   struct Live {
     DraftModelDrafter* d;
     DraftJob* job;
-    size_t from;
+    size_t from;  // the first entry to feed
   };
   std::vector<Live> live;
   for (DraftJob& j : jobs) {
     j.drafts.clear();
     auto* d = static_cast<DraftModelDrafter*>(j.drafter);  // same batch key: a drafter on this backend
     const std::vector<TokenId>& h = *j.history;
-    if (j.max_k <= 0 || h.empty() || !d->prepare(h)) continue;
+    if (j.max_k <= 0 || h.size() <= d->shift_ || !d->prepare(h)) continue;
     live.push_back(Live{d, &j, d->cached_.size()});
   }
   if (live.empty()) return;
@@ -72,16 +118,19 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
   const size_t share = std::max<size_t>(1, max_rows / live.size());
   for (Live& l : live) {
     const std::vector<TokenId>& h = *l.job->history;
-    while (h.size() - l.from > share) {
-      const size_t n = std::min(max_rows, h.size() - l.from - share);
+    const size_t end = l.d->entries(h);
+    while (end - l.from > share) {
+      const size_t n = std::min(max_rows, end - l.from - share);
       Window w;
-      for (size_t i = l.from; i < l.from + n; ++i) w.rows.push_back(Row{l.d->slot_, h[i], static_cast<int32_t>(i)});
+      l.d->add_entries(w, h, l.from, l.from + n);
       w.rows.back().want_pick = true;
       const size_t got = draft_->run_window(w).size();
       if (got != w.rows.size())
         throw Error("draft backend returned " + std::to_string(got) + " results for " + std::to_string(n) + " rows");
       l.from += n;
-      l.d->cached_.assign(h.begin(), h.begin() + static_cast<long>(l.from));
+      l.d->cached_.assign(h.begin() + static_cast<long>(l.d->shift_), h.begin() + static_cast<long>(l.d->shift_ + l.from));
+      l.d->held_ = l.from;
+      l.d->drop_features_before(l.from);
     }
   }
   // The draft steps as chains (Backend::run_chain) of as many jobs as one first window holds: every job gets
@@ -93,10 +142,9 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     const size_t begin = g;
     for (; g < live.size(); ++g) {
       const std::vector<TokenId>& h = *live[g].job->history;
-      const size_t n = h.size() - live[g].from;
+      const size_t n = live[g].d->entries(h) - live[g].from;
       if (!w0.rows.empty() && w0.rows.size() + n > max_rows) break;
-      int32_t pos = static_cast<int32_t>(live[g].from);
-      for (size_t i = live[g].from; i < h.size(); ++i) w0.rows.push_back(Row{live[g].d->slot_, h[i], pos++});
+      live[g].d->add_entries(w0, h, live[g].from, live[g].d->entries(h));
       w0.rows.back().want_pick = true;
       steps = std::max(steps, live[g].job->max_k);
     }
@@ -109,11 +157,16 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
         throw Error("draft backend returned " + std::to_string(p.size()) + " picks for " + std::to_string(S) + " slots");
     for (size_t i = 0; i < S; ++i) {
       Live& l = live[begin + i];
-      l.d->cached_ = *l.job->history;
+      DraftModelDrafter& d = *l.d;
+      const std::vector<TokenId>& h = *l.job->history;
+      d.cached_.assign(h.begin() + static_cast<long>(d.shift_), h.end());
       for (int j = 0; j < steps; ++j) {
         if (j < l.job->max_k) l.job->drafts.push_back(picks[size_t(j)][i]);
-        if (j + 1 < steps) l.d->cached_.push_back(picks[size_t(j)][i]);  // fed to step j + 1
+        // Fed to step j + 1; a feature draft's chained entries read its own features, not the target's.
+        if (j + 1 < steps && d.shift_ == 0) d.cached_.push_back(picks[size_t(j)][i]);
       }
+      d.held_ = d.entries(h) + static_cast<size_t>(steps) - 1;
+      d.drop_features_before(d.entries(h));
     }
   }
   for (Live& l : live) l.d->dirty_ = false;

@@ -13,19 +13,26 @@ namespace strata {
 // One per request; all of a server's drafters share one draft backend and each holds one of its slots.
 // Only the engine thread calls it (the Backend contract).
 //
-// Keeping in step with the target: after a propose() of k drafts the draft slot holds the history and the
-// first k - 1 drafts, each draft step having fed one row. The next propose() truncates the slot to where it
-// agrees with the new history (Backend::truncate: the accepted drafts stay) and feeds the rest (the bonus
-// pick, or the first rejected position on). A history that shares nothing with what the slot holds (after
-// an engine restart) is recomputed from the start.
+// The draft slot holds entries, one row each: entry i of a token draft is history token i at position i. A
+// feature draft (feature_dim > 0, ModelConfig::feature_input) reads the target's feature beside each token:
+// its entry i is history token i + 1 with the target's feature at position i (what predicted that token), at
+// draft position i, as tools/train/eagle_draft.py trains it. Its chained steps read the draft's own feature.
+//
+// Keeping in step with the target: after a propose() of k drafts the draft slot holds the history's entries
+// and k - 1 chained ones, one row per draft step. The next propose() truncates the slot to the entries that
+// still agree with the new history (Backend::truncate) and feeds the rest: a token draft keeps the accepted
+// drafts' entries, a feature draft only those fed with the target's features (a chained entry read the
+// draft's own). A history that shares nothing with what the slot holds (after an engine restart) is
+// recomputed from the start; a target feature the drafter never got (a prompt prefix the target's prefix
+// cache supplied) reads as zeros, which costs acceptance, not correctness.
 class DraftModelDrafter : public Drafter {
  public:
-  explicit DraftModelDrafter(std::shared_ptr<Backend> draft);
+  explicit DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim = 0);
   ~DraftModelDrafter() override;
   DraftModelDrafter(const DraftModelDrafter&) = delete;
   DraftModelDrafter& operator=(const DraftModelDrafter&) = delete;
 
-  const char* name() const override { return "draft-model"; }
+  const char* name() const override { return feature_dim_ > 0 ? "feature-draft" : "draft-model"; }
   // Throws strata::Error when the draft backend does (bad window, device fault); proposes nothing while
   // the draft backend has no free slot.
   std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) override;
@@ -33,16 +40,33 @@ class DraftModelDrafter : public Drafter {
   // the backend's window size allows). propose() is this with one job.
   const void* batch_key() const override { return draft_.get(); }
   void propose_together(std::vector<DraftJob>& jobs) override;
+  int feature_dim() const override { return feature_dim_; }
+  void take_feature(int32_t pos, std::vector<float>&& feature) override;
+
+  // The target features held for entries not yet fed, at most this many values (older ones are dropped and
+  // read as zeros): a request that does not draft for a long stretch (a full batch) holds no more.
+  static constexpr size_t kMaxHeldFeatureValues = size_t(1) << 24;
 
  private:
   // Opens the slot on first use and cuts it back to where it agrees with the history; false when the draft
   // backend has no free slot.
   bool prepare(const std::vector<TokenId>& history);
+  // Entries of a history: one per token, or for a feature draft one per token after the first.
+  size_t entries(const std::vector<TokenId>& history) const { return history.size() - shift_; }
+  // Appends entries [from, to) of `history` to w (rows, and for a feature draft their target features).
+  void add_entries(Window& w, const std::vector<TokenId>& history, size_t from, size_t to) const;
+  // Forgets held features of entries before `pos`.
+  void drop_features_before(size_t pos);
 
   std::shared_ptr<Backend> draft_;
+  int feature_dim_ = 0;
+  size_t shift_ = 0;             // 1 for a feature draft: entry i holds history token i + 1
   SlotId slot_ = kNoSlot;
-  std::vector<TokenId> cached_;  // the tokens the draft slot holds, position by position
+  std::vector<TokenId> cached_;  // the tokens of the entries the slot holds that a later history may keep
+  size_t held_ = 0;              // the entries the slot holds (cached_ and, for a feature draft, chained ones)
   bool dirty_ = false;           // a proposal did not complete: the slot's contents are unknown
+  size_t feat_from_ = 0;         // feats_ holds the target's features of positions feat_from_ on
+  std::vector<float> feats_;
 };
 
 }  // namespace strata

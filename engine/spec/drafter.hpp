@@ -33,6 +33,16 @@ class Drafter {
   virtual void propose_together(std::vector<DraftJob>& jobs) {
     for (DraftJob& j : jobs) j.drafts = j.drafter->propose(*j.history, j.max_k);
   }
+  // A drafter that reads the target's features (the final-normed hidden state its LM head reads) says how wide
+  // they are; the engine then asks the target for the feature of every row it runs for this request and hands
+  // over each kept row's through take_feature(), in position order, before the next propose(). 0 (the
+  // default): it reads none.
+  virtual int feature_dim() const { return 0; }
+  // The target's feature at position `pos` of the history.
+  virtual void take_feature(int32_t pos, std::vector<float>&& feature) {
+    (void)pos;
+    (void)feature;
+  }
 };
 
 // Prompt lookup: find the longest suffix of the history (max_n down to min_n tokens) that occurred earlier,

@@ -232,7 +232,7 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   const std::string& dir = config.spec.draft_model;
   std::shared_ptr<const Model> draft;
   try {
-    draft = load_model(dir);
+    draft = load_model(dir, runtime.model.get());  // a feature draft reads the target's embedding and LM head
   } catch (const std::exception& e) {
     throw Error("--draft-model: cannot load '" + dir + "': " + e.what());
   }
@@ -254,12 +254,15 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   shape.prefix_caching = false;
   shape.draft = true;
   auto backend = std::shared_ptr<Backend>(backend_factory_for(draft, runtime.device, shape)());
-  config.engine.speculation.drafter_factory = [backend]() -> std::unique_ptr<Drafter> {
-    return std::make_unique<DraftModelDrafter>(backend);
+  // A feature draft (StrataFeatureDraft) reads the target's hidden state beside each token.
+  const int feature_dim = draft->config.feature_input ? draft->config.hidden_size : 0;
+  config.engine.speculation.drafter_factory = [backend, feature_dim]() -> std::unique_ptr<Drafter> {
+    return std::make_unique<DraftModelDrafter>(backend, feature_dim);
   };
   const int max_batch = config.engine.speculation.max_batch;
-  spdlog::info("speculation: draft model {} ({} layers) on {}, up to {} drafts per window, {}", dir,
-               draft->config.num_layers, device_name(runtime.device), config.spec.k,
+  spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window, {}",
+               feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
+               device_name(runtime.device), config.spec.k,
                max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
                              : std::string("at every batch size"));
 }

@@ -1,6 +1,7 @@
 // The draft-model drafter over a toy backend whose greedy pick is (last token + 1) mod 100: what it proposes,
 // that its slot stays in step with the target's history (truncated to where they agree, one row fed per
-// draft step), and that many slots' drafters draft together in shared windows.
+// draft step), that many slots' drafters draft together in shared windows, and, as a feature draft, which
+// token and feature each entry gets.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -55,6 +56,8 @@ struct ToyBackend : Backend {
       h.push_back(r.token);
       RowResult res;
       if (r.want_pick) res.pick = (r.token + 1) % 100;
+      // A two-value feature that says which row made it: (token + 0.5, position).
+      if (r.want_feature) res.feature = {float(r.token) + 0.5f, float(r.pos)};
       out.push_back(res);
     }
     return out;
@@ -245,4 +248,86 @@ TEST_CASE("shared draft windows respect the draft backend's window size and reco
   CHECK(toy->resets == resets + 3);
   CHECK(jobs[1].drafts == std::vector<TokenId>{4, 5, 6});
   CHECK(toy->held.at(1) == std::vector<TokenId>{1, 2, 3, 4, 5});
+}
+
+namespace {
+
+// The rows of a window as (token, position) pairs and its features, for comparing whole windows.
+std::vector<std::pair<TokenId, int32_t>> rows_of(const Window& w) {
+  std::vector<std::pair<TokenId, int32_t>> r;
+  for (const Row& row : w.rows) r.emplace_back(row.token, row.pos);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("feature drafter: entry i is token i + 1 with the target's feature i; chained steps read their own") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 2);
+  CHECK(d.feature_dim() == 2);
+  CHECK(std::string(d.name()) == "feature-draft");
+  // Prompt 10 11, then the target picked 12 (not yet run): the target's features of positions 0 and 1.
+  d.take_feature(0, {100, 0});
+  d.take_feature(1, {101, 1});
+  CHECK(d.propose({10, 11, 12}, 3) == std::vector<TokenId>{13, 14, 15});
+  REQUIRE(toy->windows.size() == 3u);
+  using P = std::vector<std::pair<TokenId, int32_t>>;
+  CHECK(rows_of(toy->windows[0]) == P{{11, 0}, {12, 1}});
+  CHECK(toy->windows[0].features == std::vector<float>{100, 0, 101, 1});
+  CHECK(rows_of(toy->windows[1]) == P{{13, 2}});
+  CHECK(toy->windows[1].features == std::vector<float>{12.5f, 1});  // the draft's own feature of entry 1
+  CHECK(rows_of(toy->windows[2]) == P{{14, 3}});
+  CHECK(toy->windows[2].features == std::vector<float>{13.5f, 2});
+  CHECK(toy->held.at(0) == std::vector<TokenId>{11, 12, 13, 14});
+
+  // The target kept 13 and picked 20: its features of positions 2 (token 12) and 3 (token 13) arrive. The
+  // chained entries (which read the draft's features) go, even the one whose token was accepted.
+  toy->windows.clear();
+  d.take_feature(2, {102, 2});
+  d.take_feature(3, {103, 3});
+  CHECK(d.propose({10, 11, 12, 13, 20}, 2) == std::vector<TokenId>{21, 22});
+  CHECK(toy->truncates == 1);
+  REQUIRE(toy->windows.size() == 2u);
+  CHECK(rows_of(toy->windows[0]) == P{{13, 2}, {20, 3}});
+  CHECK(toy->windows[0].features == std::vector<float>{102, 2, 103, 3});
+  CHECK(rows_of(toy->windows[1]) == P{{21, 4}});
+  CHECK(toy->windows[1].features == std::vector<float>{20.5f, 3});
+  CHECK(toy->held.at(0) == std::vector<TokenId>{11, 12, 13, 20, 21});
+}
+
+TEST_CASE("feature drafter: a feature it never got reads as zeros; a feature delivered again is ignored") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 2);
+  d.take_feature(1, {101, 1});  // position 0 came from a prefix cache: no feature
+  d.take_feature(2, {102, 2, 7});  // the wrong width: unusable
+  CHECK(d.propose({10, 11, 12, 13}, 1) == std::vector<TokenId>{14});
+  REQUIRE(toy->windows.size() == 1u);
+  CHECK(toy->windows[0].features == std::vector<float>{0, 0, 101, 1, 0, 0});
+  // A recompute (after a restart) delivers the fed positions again: they change nothing.
+  toy->windows.clear();
+  d.take_feature(0, {900, 0});
+  d.take_feature(3, {103, 3});
+  CHECK(d.propose({10, 11, 12, 13, 14}, 1) == std::vector<TokenId>{15});
+  REQUIRE(toy->windows.size() == 1u);
+  CHECK(rows_of(toy->windows[0]) == std::vector<std::pair<TokenId, int32_t>>{{14, 3}});
+  CHECK(toy->windows[0].features == std::vector<float>{103, 3});
+  // A history of one token has no entry to feed.
+  DraftModelDrafter e(toy, 2);
+  CHECK(e.propose({10}, 2).empty());
+}
+
+TEST_CASE("feature drafters on one backend draft together, each row with its own feature") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter a(toy, 2), b(toy, 2);
+  a.take_feature(0, {1, 0});
+  b.take_feature(0, {2, 0});
+  b.take_feature(1, {3, 1});
+  std::vector<TokenId> ha{5, 6}, hb{7, 8, 9};
+  std::vector<DraftJob> jobs{{&a, &ha, 2, {}}, {&b, &hb, 2, {}}};
+  a.propose_together(jobs);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{7, 8});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{10, 11});
+  REQUIRE(toy->windows.size() == 2u);
+  CHECK(toy->windows[0].features == std::vector<float>{1, 0, 2, 0, 3, 1});
+  CHECK(toy->windows[1].features == std::vector<float>{6.5f, 0, 9.5f, 1});
 }

@@ -334,6 +334,25 @@ SAVE_NAMES = {"fc": "model.fc", "in_norm": "model.layers.0.input_layernorm", "q"
               "down": "model.layers.0.mlp.down_proj", "out_norm": "model.norm"}
 
 
+def write_safetensors(state, path):
+    """bf16 tensors as a safetensors file (the format is an 8-byte header length, a JSON header, the data),
+    written here so that a machine without the safetensors package (the dry run's) writes the same file."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name in sorted(state):
+        t = state[name].to(torch.bfloat16).contiguous().cpu()
+        blob = t.view(torch.int16).numpy().tobytes()
+        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+
+
 def save_draft(draft, cfg, a, d):
     """The draft as a model directory: model.safetensors (bf16) and a config.json that says what it reads."""
     os.makedirs(d, exist_ok=True)
@@ -341,11 +360,7 @@ def save_draft(draft, cfg, a, d):
     for k, v in draft.state_dict().items():
         module, leaf = k.rsplit(".", 1)
         state[SAVE_NAMES[module] + "." + leaf] = v.detach().to(torch.bfloat16).contiguous().cpu()
-    try:
-        from safetensors.torch import save_file
-        save_file(state, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
-    except ImportError:  # the dry run's torch may lack it
-        torch.save(state, os.path.join(d, "model.pt"))
+    write_safetensors(state, os.path.join(d, "model.safetensors"))
     options = rd.training_options(sys.argv[1:], ("--target", "--out", "--shipped-draft"))
     conf = {"architectures": ["StrataFeatureDraft"], "model_type": "strata_feature_draft",
             "feature": "the target's final-normed hidden state (its LM head's input) at the position before the token",
