@@ -375,6 +375,41 @@ def save_draft(draft, cfg, a, d):
         json.dump(conf, f, indent=1)
 
 
+def write_card(d, report, draft, device):
+    """The draft's README.md: what it is, how it was trained, what it accepts."""
+    tr, acc, sd = report["training"], report["acceptance"], report["self_distillation"]
+    e = acc["eagle"]
+    gpu = torch.cuda.get_device_name(0) if str(device).startswith("cuda") else "CPU"
+    lines = [
+        "# strata-tiny-feature-draft", "",
+        "A feature-reading draft for speculative decoding with `../strata-tiny` (`--draft-model` this directory). A",
+        "step reads fc([embedding(token); feature]), where the feature is strata-tiny's final-normed hidden state",
+        "(what its LM head reads) at the position before the token, or after the first step the draft's own.",
+        f"One Qwen3 decoder layer ({draft.heads} heads, {draft.kv_heads} KV heads, MLP {draft.down.in_features}) and "
+        "its own final norm give the next feature, and strata-tiny's tied LM head the draft token. The embedding",
+        "and LM head are strata-tiny's and not stored here. See strata-tiny's README.md for the corpus and its",
+        "licenses.", "",
+        f"- parameters of its own: {report['draft_parameters']:,} (bf16)",
+        f"- trained {tr['train_seconds']:.0f} s on one {gpu}: {tr['steps']:,} steps, {tr['tokens_seen']:,} tokens, "
+        f"{acc['k']} chained levels a step (KL to strata-tiny's next-token distribution plus a smooth-L1 pull of the "
+        "feature toward strata-tiny's)",
+    ]
+    if sd:
+        lines.append(f"- self-distillation: {sd['batch_fraction'] * 100:.0f}% of each batch from strata-tiny's own "
+                     f"greedy continuations ({sd['sequences']:,} sequences, {sd['tokens']:,} tokens)")
+    lines.append(f"- acceptance on strata-tiny's greedy continuations of {acc['prompts']} held-out prompts "
+                 f"({acc['new_tokens']} tokens each), k = {acc['k']}: mean accepted {e['mean_accepted']:.2f} "
+                 f"({e['tokens_per_round']:.2f} tokens a round), level match rates "
+                 + " / ".join(f"{v:.3f}" for v in e["level_match_rate"]))
+    if "shipped" in acc:
+        lines.append(f"  (the token-only strata-tiny-draft on the same rounds: mean accepted "
+                     f"{acc['shipped']['mean_accepted']:.2f})")
+    lines.append("- made by `tools/train/eagle_draft.py " + " ".join(
+        rd.training_options(sys.argv[1:], ("--target", "--out", "--shipped-draft"))) + "`")
+    with open(os.path.join(d, "README.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", required=True)
@@ -453,10 +488,12 @@ def main():
     acc = measure(target, draft, emb_w, head_w, shipped, heldout_np, device, a, p)
     tt.log(f"acceptance: {json.dumps(acc)}")
 
-    save_draft(draft, cfg, a, os.path.join(a.out, "strata-tiny-feature-draft"))
+    ddir = os.path.join(a.out, "strata-tiny-feature-draft")
+    save_draft(draft, cfg, a, ddir)
     report = {"args": vars(a), "params": p, "draft_parameters": n_params, "corpus": cinfo,
               "self_distillation": sd, "training": tr, "acceptance": acc,
               "total_seconds": round(time.time() - tt.T0, 1)}
+    write_card(ddir, report, draft, device)
     with open(os.path.join(a.out, "eagle_report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     tt.log("done")
