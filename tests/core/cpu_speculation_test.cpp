@@ -164,20 +164,66 @@ TEST_CASE("CPU: garbage drafts and a drafter that throws leave the output unchan
   }
 }
 
-TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer) equals output without speculation",
+TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a feature draft) equals output "
+          "without speculation",
           "[engine][cpu][spec]") {
-  for (Sampling s : {Sampling::Greedy, Sampling::Seeded}) {
-    DYNAMIC_SECTION(name(s)) {
-      Rig plain("qwen3", with(SpeculationMode::Off, 1));
-      auto expect = run_alone(plain, s, 5);
-      auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(fixture("llama"), backend_opts()));
-      EngineOptions o = with(SpeculationMode::Draft, 3);
-      o.speculation.drafter_factory = [draft] { return std::make_unique<DraftModelDrafter>(draft); };
-      Rig spec("qwen3", o);
-      CHECK(run_alone(spec, s, 5) == expect);
-      CHECK(run_batch(spec, s, 5) == expect);
-      CHECK(spec.counter("strata_spec_draft_tokens_total") > 0);
+  // The feature draft reads the target's features beside each token (its fixture's weights are random).
+  static const auto feature_draft =
+      load_model(STRATA_SOURCE_DIR "/tests/data/models/qwen3_feature_draft", &fixture("qwen3"));
+  for (bool features : {false, true}) {
+    for (Sampling s : {Sampling::Greedy, Sampling::Seeded}) {
+      DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ") << name(s)) {
+        Rig plain("qwen3", with(SpeculationMode::Off, 1));
+        auto expect = run_alone(plain, s, 5);
+        const Model& dm = features ? *feature_draft : fixture("llama");
+        const int dim = features ? dm.config.hidden_size : 0;
+        auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(dm, backend_opts()));
+        EngineOptions o = with(SpeculationMode::Draft, 3);
+        o.speculation.drafter_factory = [draft, dim] { return std::make_unique<DraftModelDrafter>(draft, dim); };
+        Rig spec("qwen3", o);
+        CHECK(run_alone(spec, s, 5) == expect);
+        CHECK(run_batch(spec, s, 5) == expect);
+        CHECK(spec.counter("strata_spec_draft_tokens_total") > 0);
+      }
     }
+  }
+}
+
+TEST_CASE("CPU: a feature-reading drafter gets each kept row's feature once, in order, as the target computes it",
+          "[engine][cpu][spec]") {
+  // The n-gram drafter's proposals give verify windows with accepted and rejected drafts; only the rows the
+  // target kept (prompt rows, the last token and the accepted drafts) may deliver features.
+  const Model& m = fixture("qwen3");
+  const int H = m.config.hidden_size;
+  auto log = std::make_shared<std::vector<FeatureRecorder::Delivery>>();
+  EngineOptions o = with(SpeculationMode::Draft, 4);
+  o.speculation.drafter_factory = [log, H] { return std::make_unique<FeatureRecorder>(H, log); };
+  Rig spec("qwen3", o);
+  Outcome out = run_one(*spec.engine, request(4, Sampling::Greedy, 0), 120s);  // "hello hello ...": drafts land
+  REQUIRE(out.finished);
+  CHECK(spec.counter("strata_spec_accepted_tokens_total") > 0);
+  CHECK(spec.counter("strata_spec_draft_tokens_total") > spec.counter("strata_spec_accepted_tokens_total"));
+  std::vector<TokenId> seq = fixture_tokenizer().encode(kPrompts[4]);
+  const std::vector<TokenId> ids = out.ids();
+  seq.insert(seq.end(), ids.begin(), ids.end());
+  // Every position but the last (never run) delivered once, in position order.
+  REQUIRE(log->size() == seq.size() - 1);
+  CpuBackend ref(m, backend_opts());
+  const SlotId slot = ref.open_slot();
+  Window w;
+  for (size_t i = 0; i + 1 < seq.size(); ++i) {
+    Row r;
+    r.slot = slot;
+    r.token = seq[i];
+    r.pos = int32_t(i);
+    r.want_feature = true;
+    w.rows.push_back(r);
+  }
+  const std::vector<RowResult> want = ref.run_window(w);
+  for (size_t i = 0; i < log->size(); ++i) {
+    INFO("delivery " << i);
+    REQUIRE((*log)[i].pos == int32_t(i));
+    CHECK((*log)[i].feature == want[i].feature);  // batch invariance: the same bits in any window
   }
 }
 

@@ -43,4 +43,22 @@ class ThrowingDrafter : public Drafter {
   NgramDrafter inner_;
 };
 
+// Proposes like the n-gram drafter and reads the target's features: every take_feature() call is recorded,
+// in order, for a test to hold against the target's own features of the final sequence.
+class FeatureRecorder : public NgramDrafter {
+ public:
+  struct Delivery {
+    int32_t pos;
+    std::vector<float> feature;
+  };
+  FeatureRecorder(int dim, std::shared_ptr<std::vector<Delivery>> log) : dim_(dim), log_(std::move(log)) {}
+  const char* name() const override { return "feature-recorder"; }
+  int feature_dim() const override { return dim_; }
+  void take_feature(int32_t pos, std::vector<float>&& f) override { log_->push_back(Delivery{pos, std::move(f)}); }
+
+ private:
+  int dim_;
+  std::shared_ptr<std::vector<Delivery>> log_;
+};
+
 }  // namespace strata::test

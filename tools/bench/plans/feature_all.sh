@@ -1,22 +1,18 @@
-# device_call.sh plan, all of the feature draft's GPU work in one call (calls are scarce): the fixture from
-# transformers (make_feature_draft_fixture.py), a shorter training of strata-tiny's feature draft
-# (eagle_draft.py, into models/strata-tiny-feature-draft here and $OUT), the GPU tests of the feature path,
-# then `strata bench spec` at batch 1, plain decoding beside the shipped token draft and beside the feature
-# draft, twice in turn.
+# device_call.sh plan, all of the feature draft's GPU work in one call (calls are scarce): the GPU tests of the
+# feature path, a shorter training of
+# strata-tiny's feature draft (eagle_draft.py, into models/strata-tiny-feature-draft here and $OUT), then
+# `strata bench spec` at batch 1, plain decoding beside the feature draft and beside the shipped token draft,
+# twice in turn.
 $S $B info
 . tools/bench/plans/lib.sh
 export PYTHONUNBUFFERED=1
-timeout 120 python3 tools/fixtures/make_feature_draft_fixture.py --target tests/data/models/qwen3 \
-  --out "$OUT/qwen3_feature_draft" > "$OUT/fixture.log" 2>&1 || echo "fixture script exited $?"
-tail -2 "$OUT/fixture.log"
-[ -f "$OUT/qwen3_feature_draft/golden.json" ] && cp "$OUT"/qwen3_feature_draft/* tests/data/models/qwen3_feature_draft/
+TEST_FILTER="*feature*" $S $B test || true
 timeout "${EAGLE_TIMEOUT:-330}" python3 tools/train/eagle_draft.py --target models/strata-tiny --out "$OUT/feature" \
   --shipped-draft models/strata-tiny-draft --seconds "${EAGLE_SECONDS:-200}" --self-distill-seconds "${EAGLE_SD:-45}" \
   --corpus-mb "${EAGLE_MB:-100}" > "$OUT/feature_train.log" 2>&1 || echo "eagle_draft.py exited $?"
 grep -E "check_levels|acceptance:|Error|error" "$OUT/feature_train.log" | tail -6
 [ -f "$OUT/feature/strata-tiny-feature-draft/config.json" ] && cp -r "$OUT/feature/strata-tiny-feature-draft" models/
-TEST_FILTER="*feature*" $S $B test || true
-for r in 1 2; do
+for r in $(seq "${ROUNDS:-2}"); do
   for d in strata-tiny-feature-draft strata-tiny-draft; do
     [ -d "models/$d" ] || continue
     LD_LIBRARY_PATH=$B/lib timeout 100 "$B/strata" bench spec --model models/strata-tiny --draft-model "models/$d" \
