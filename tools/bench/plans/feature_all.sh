@@ -1,8 +1,7 @@
 # device_call.sh plan, all of the feature draft's GPU work in one call (calls are scarce): the GPU tests of the
-# feature path, a shorter training of
-# strata-tiny's feature draft (eagle_draft.py, into models/strata-tiny-feature-draft here and $OUT), then
-# `strata bench spec` at batch 1, plain decoding beside the feature draft and beside the shipped token draft,
-# twice in turn.
+# feature path, a shorter training of strata-tiny's feature draft (eagle_draft.py, into
+# models/strata-tiny-feature-draft here and $OUT), then `strata bench spec` at batch 1, plain decoding beside
+# the feature draft and beside the shipped token draft, ROUNDS (2) times in turn.
 $S $B info
 . tools/bench/plans/lib.sh
 export PYTHONUNBUFFERED=1
