@@ -33,7 +33,7 @@ TEST_CASE("CPU: the feature draft fixture computes the golden's draft steps") {
   CHECK(draft->config.feature_input);
   CHECK(draft->config.num_layers == 1);
   CpuBackend db(*draft, CpuBackendOptions{1, 64, 2});
-  check_feature_draft_golden(db, kModels + "/qwen3_feature_draft/golden.json", 1e-4f, 1e-3f);
+  check_feature_draft_golden(db, kModels + "/qwen3_feature_draft/draft_golden.json", 1e-4f, 1e-3f);
 }
 
 TEST_CASE("CPU: feature windows that do not fit the model are refused before any state changes") {

@@ -243,7 +243,7 @@ def write_card(d, report, draft, device):
         "A feature-reading draft for speculative decoding with `../strata-tiny` (`--draft-model` this directory). A",
         "step reads fc([embedding(token); feature]), where the feature is strata-tiny's final-normed hidden state",
         "(what its LM head reads) at the position before the token, or after the first step the draft's own.",
-        f"One Qwen3 decoder layer ({draft.heads} heads, {draft.kv_heads} KV heads, MLP {draft.down.in_features}) and "
+        f"One Qwen3 decoder layer ({draft.heads} heads, {draft.kv_heads} KV heads, MLP {draft.down.in_features}) and",
         "its own final norm give the next feature, and strata-tiny's tied LM head the draft token. The embedding",
         "and LM head are strata-tiny's and not stored here. See strata-tiny's README.md for the corpus and its",
         "licenses.", "",
