@@ -178,6 +178,28 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
   CHECK_THAT(a.err, Contains("at every batch size"));
 }
 
+TEST_CASE("strata generate with a feature draft prints the completion of --spec off; its target must match it") {
+  const std::string models = std::string(STRATA_SOURCE_DIR) + "/tests/data/models";
+  const std::vector<std::string> base = {"generate", "--model", models + "/qwen3", "--prompt", "a b a b a b",
+                                         "--max-tokens", "16", "--ignore-eos", "--threads", "1"};
+  const RunResult off = run_strata(base);
+  REQUIRE(off.exit_code == 0);
+  std::vector<std::string> draft = base;
+  draft.insert(draft.end(), {"--spec", "draft", "--draft-model", models + "/qwen3_feature_draft"});
+  const RunResult d = run_strata(draft);
+  INFO(d.err);
+  REQUIRE(d.exit_code == 0);
+  CHECK(d.out == off.out);
+  CHECK_THAT(d.err, Contains("speculation: feature draft"));
+  CHECK_THAT(d.err, Contains("spec_windows="));
+  // Beside a target of another hidden size it cannot read that target's features: refused, naming both.
+  std::vector<std::string> wrong = draft;
+  wrong[2] = models + "/qwen2";
+  const RunResult w = run_strata(wrong);
+  CHECK(w.exit_code != 0);
+  CHECK_THAT(w.err, Contains("--draft-model") && Contains("cannot read a target of hidden_size 48"));
+}
+
 TEST_CASE("strata generate with seeded sampling repeats for the same seed") {
   const std::vector<std::string> args = {"generate", "--model", kFixture, "--prompt", "Once", "--max-tokens", "10",
                                          "--temperature", "1.0", "--seed", "42", "--ignore-eos", "--threads", "1"};
