@@ -7,6 +7,7 @@
 #include "engine/core/engine.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/model/weights.hpp"
+#include "engine/spec/draft_model_drafter.hpp"
 #include "tests/core/harness.hpp"
 
 using namespace strata;
@@ -53,14 +54,28 @@ const std::vector<std::string> kPrompts = {"def main():\n    print(1)", "import 
 
 TEST_CASE("a pool too small for all running requests preempts the youngest; every request ends with its solo "
           "tokens", "[engine][cpu][paged]") {
-  for (int mode = 0; mode < 3; ++mode) {
+  const char* modes[] = {"greedy", "seeded", "greedy with n-gram speculation",
+                         "greedy with a feature draft (a preempted request's features come again)"};
+  for (int mode = 0; mode < 4; ++mode) {
     const bool seeded = mode == 1;
-    DYNAMIC_SECTION((mode == 0 ? "greedy" : mode == 1 ? "seeded" : "greedy with n-gram speculation")) {
+    DYNAMIC_SECTION(modes[mode]) {
       const int max_tokens = 40;
       EngineOptions opts;
       opts.prefill_chunk = 6;
       // Verify windows write draft cells that commit() trims: blocks must follow the kept length.
       if (mode == 2) opts.speculation.mode = SpeculationMode::Ngram;
+      if (mode == 3) {
+        // The fixture feature draft reads the llama fixture's embedding (same width and vocabulary).
+        static const std::unique_ptr<Model> target = load_model(STRATA_SOURCE_DIR "/tests/data/models/llama");
+        static const std::unique_ptr<Model> fd =
+            load_model(STRATA_SOURCE_DIR "/tests/data/models/qwen3_feature_draft", target.get());
+        auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(*fd, CpuBackendOptions{4, 256, 2}));
+        const int dim = fd->config.hidden_size;
+        opts.speculation.mode = SpeculationMode::Draft;
+        opts.speculation.max_k = 3;
+        opts.speculation.max_batch = 0;
+        opts.speculation.drafter_factory = [draft, dim] { return std::make_unique<DraftModelDrafter>(draft, dim); };
+      }
       std::vector<std::vector<TokenId>> solo;
       {
         PagedRig alone(opts, 1, 256, 0, 4);
