@@ -38,7 +38,7 @@ struct RowResult {
 struct Window {
   std::vector<Row> rows;
   // A feature-reading model's input (ModelConfig::feature_input): hidden_size values per row, row after row,
-  // each paired with its row's token (engine/spec/feature_drafter.hpp). Empty for every other model; a
+  // each paired with its row's token (engine/spec/draft_model_drafter.hpp). Empty for every other model; a
   // feature-reading model given none reads zeros.
   std::vector<float> features;
 };
