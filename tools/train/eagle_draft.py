@@ -101,7 +101,7 @@ def check_levels(draft, emb_w, head_w, tokens, feats, k):
         levels = levels_forward(draft, emb_w, head_w, tokens, feats, k)
         worst, ties, compared = 0.0, 0, 0
         for s in sorted({0, tokens.shape[1] // 3, tokens.shape[1] - 2 - k}):
-            toks, fs = sequential_chain(draft, emb_w, head_w, tokens, feats, s, k)
+            toks, fs, _ = sequential_chain(draft, emb_w, head_w, tokens, feats, s, k)
             for b in range(tokens.shape[0]):
                 for j in range(k):
                     f, logits = levels[j]

@@ -79,28 +79,30 @@ class EagleDraft(nn.Module):
 @torch.no_grad()
 def sequential_chain(draft, emb_w, head_w, tokens, feats, s, k):
     """One round drafted the way an engine drafts it, step by step with a growing key/value list: the
-    target-fed entries 0..s, then k - 1 steps on the draft's own feature and token. Returns the k draft tokens
-    and features; levels_forward's entry s must give the same (check_levels)."""
+    target-fed entries 0..s, then k - 1 steps on the draft's own feature and token. Returns the k draft tokens,
+    features and logits; levels_forward's entry s must give the same (check_levels)."""
     x = draft.fc(torch.cat([emb_w[tokens[:, 1:s + 2]], feats[:, :s + 1]], -1))
     if draft.attention:
         q, ks, vs = draft.project(x, torch.arange(s + 1, device=tokens.device))
         q = q[:, :, -1:]
     x = x[:, -1:]
-    toks, fs = [], []
+    toks, fs, ls = [], [], []
     for j in range(k):
         att = None
         if draft.attention:
             p = torch.softmax(torch.matmul(q, ks.transpose(-1, -2)).float() / math.sqrt(draft.head_dim), -1)
             att = torch.matmul(p.to(vs.dtype), vs)
         f = draft.finish(x, att)
-        d = torch.matmul(f, head_w.t()).argmax(-1)
+        logits = torch.matmul(f, head_w.t())
+        d = logits.argmax(-1)
         toks.append(d[:, 0])
         fs.append(f[:, 0])
+        ls.append(logits[:, 0])
         x = draft.fc(torch.cat([emb_w[d], f], -1))
         if draft.attention:
             q, kn, vn = draft.project(x, torch.tensor([s + 1 + j], device=tokens.device))
             ks, vs = torch.cat([ks, kn], 2), torch.cat([vs, vn], 2)
-    return torch.stack(toks, 1), torch.stack(fs, 1)
+    return torch.stack(toks, 1), torch.stack(fs, 1), torch.stack(ls, 1)
 
 
 # Qwen3's names for the one layer (so the engine's checkpoint code reads it as a one-layer Qwen3 model whose
