@@ -123,6 +123,11 @@ struct CudaBackend::Impl {
       upload_rope();
       allocate_workspace();
       allocate_kv();
+      // A feature-reading model on the skinny kernel's folded windows reads its input through one matmul
+      // (forward.cpp): fc split into its feature half and its embedding half applied to every token.
+      if (cfg.feature_input && fwd.skinny_fold && fwd.skinny_edge_fold && weights.type == cuda::WType::BF16 &&
+          cfg.hidden_size % 16 == 0)
+        weights.bytes += cuda::prepare_feature_fold(weights, cfg.vocab_size, cfg.hidden_size, stream);
       cuda::configure_attention(cfg.head_dim);
       cuda::configure_flash_attention(cfg.head_dim);
       cuda::configure_gemv();

@@ -173,5 +173,36 @@ DeviceWeights upload_weights(const Model& model, bool round_to_bf16) {
   return w;
 }
 
+size_t prepare_feature_fold(DeviceWeights& w, int vocab, int hidden, cudaStream_t stream) {
+  if (!w.fc.ptr || w.fc.type != WType::BF16 || w.embed.type != WType::BF16)
+    throw Error("cuda weights: the feature fold needs a feature-reading model with bf16 weights");
+  const size_t H = size_t(hidden), V = size_t(vocab);
+  const size_t feature_bytes = (H * H * 2 + kAlign - 1) / kAlign * kAlign;
+  w.fc_storage = DeviceBuffer(feature_bytes + V * H * 4, "feature draft input tables");
+  char* base = w.fc_storage.get<char>();
+  // fc's feature half: columns [hidden, 2 hidden) of each row.
+  STRATA_CUDA_CHECK(cudaMemcpy2DAsync(base, H * 2, static_cast<const char*>(w.fc.ptr) + H * 2, 2 * H * 2, H * 2, H,
+                                      cudaMemcpyDeviceToDevice, stream));
+  w.fc_feature = DeviceMatrix{base, WType::BF16, hidden, hidden};
+  float* table = reinterpret_cast<float*>(base + feature_bytes);
+  // fc over [embedding; 0] for every token, a chunk of tokens a launch.
+  const size_t chunk = std::min<size_t>(V, 1024);
+  DeviceBuffer tokens(chunk * 4, "feature fold tokens"), zeros(chunk * H * 4, "feature fold zeros"),
+      xcat(chunk * 2 * H * 4, "feature fold inputs");
+  STRATA_CUDA_CHECK(cudaMemsetAsync(zeros.get(), 0, chunk * H * 4, stream));
+  std::vector<int32_t> ids(chunk);
+  for (size_t first = 0; first < V; first += chunk) {
+    const size_t n = std::min(chunk, V - first);
+    for (size_t i = 0; i < n; ++i) ids[i] = int32_t(first + i);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(tokens.get(), ids.data(), n * 4, cudaMemcpyHostToDevice, stream));
+    launch_feature_input(w.embed.ptr, w.embed.type, hidden, tokens.get<int>(), int(n), zeros.get<float>(),
+                         xcat.get<float>(), stream);
+    launch_matvec(w.fc.ptr, w.fc.type, hidden, 2 * hidden, xcat.get<float>(), int(n), table + first * H, stream);
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));  // ids is rewritten next chunk
+  }
+  w.fc_embed = table;
+  return w.fc_storage.bytes();
+}
+
 }  // namespace cuda
 }  // namespace strata

@@ -38,6 +38,12 @@ struct DeviceWeights {
   WType type = WType::BF16;
   DeviceMatrix embed;              // [vocab, hidden]
   DeviceMatrix fc;                 // [hidden, 2 hidden]: a feature-reading model's input matrix, else null
+  // prepare_feature_fold's split of fc, for the skinny kernel's folded windows: fc's feature half as its own
+  // [hidden, hidden] matrix, and its embedding half applied to every token's embedding row, [vocab][hidden]
+  // fp32, so a row's input is fc_embed[token] + fc_feature feature (one matmul launch). Null until prepared.
+  DeviceMatrix fc_feature;
+  const float* fc_embed = nullptr;
+  DeviceBuffer fc_storage;
   DeviceMatrix output;             // lm_head, or embed when tied
   std::vector<DeviceLayer> layers;
   const float* final_norm = nullptr;
@@ -47,6 +53,11 @@ struct DeviceWeights {
 // Uploads every tensor load_model checked, logging progress (percent, GB/s). Throws strata::Error when the
 // device cannot hold them.
 DeviceWeights upload_weights(const Model& model, bool round_to_bf16);
+
+// Fills fc_feature and fc_embed of a feature-reading model with bf16 weights (synchronizes `stream`): the
+// embedding half of fc times each token's embedding row, by the skinny kernel in fp32 (every product of a bf16
+// embedding value and a bf16 weight exact, the sums fp32). Returns the bytes it allocated.
+size_t prepare_feature_fold(DeviceWeights& w, int vocab, int hidden, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace strata

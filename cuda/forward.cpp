@@ -127,12 +127,21 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // On the skinny kernel's folded windows the embedding gives the first norm's folded input (xn and the sums
   // of squares), and the last residual add the final norm's, which the LM head reads for its output rows: two
   // launches less a window (skinny_edge_fold).
-  // A feature-reading model's first layer reads fc [embedding; feature], which the embedding cannot fold, and
-  // its output rows' features go to ws.fin (a chained step's next input), which the folded head skips.
+  // A feature-reading model's first layer reads fc [embedding; feature]. On folded windows (once its fc is
+  // split, prepare_feature_fold) that is one matmul, x = fc_embed[token] + fc_feature feature, whose residual
+  // epilogue folds the first norm, and the folded LM head writes its output rows' features to ws.fin (a
+  // chained step's next input): a step is then as many launches as a token model's. Elsewhere fc runs on
+  // [embedding; feature] rows and the features are normed into ws.fin before the head.
   const bool feature_model = w.fc.ptr != nullptr;
-  const bool edge_fold =
-      !feature_model && fold && ctx.skinny_edge_fold && w.embed.type == WType::BF16 && H % 16 == 0;
-  if (feature_model) {
+  const bool edge_fold = (!feature_model || w.fc_embed) && fold && ctx.skinny_edge_fold && w.embed.type == WType::BF16 &&
+                         H % 16 == 0;
+  if (feature_model && edge_fold) {
+    MatvecFold in = residual(nullptr, w.layers[0].attn_norm);
+    in.res_table = w.fc_embed;
+    in.res_tokens = tokens;
+    in.res_feed = ctx.feed;
+    launch_matvec(w.fc_feature.ptr, w.fc_feature.type, H, H, ctx.features_in, T, ws.x, stream, in);
+  } else if (feature_model) {
     launch_feature_input(w.embed.ptr, w.embed.type, H, tokens, T, ctx.features_in, ws.xcat, stream, ctx.feed);
     launch_matvec(w.fc.ptr, w.fc.type, H, 2 * H, ws.xcat, T, ws.x, stream);
   } else if (edge_fold)
@@ -305,6 +314,7 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     MatvecFold head = normed;
     head.x_rows = out_rows;
     head.out_tiles = skinny_head_tiles;
+    if (feature_model) head.x_normed_out = ws.fin;
     launch_matvec(w.output.ptr, w.output.type, w.output.rows, w.output.cols, ws.xn, R, ws.logits, stream, head);
     answer_rows();
     return;

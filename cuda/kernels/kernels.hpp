@@ -196,6 +196,15 @@ struct MatvecFold {
                                      // measuring)
   bool rope_early = true;            // launch_matvec_qkv_rope: the RoPE tables' rows and KV cells looked up
                                      // before pdl_wait() (false: in the epilogue; the same bits)
+  // Residual only: row r's old value is res_table's row of r's token ([tokens][n]) instead of y[r], the token
+  // taken as launch_embedding takes it (res_tokens[r], or a chained step's pick through res_feed, which the
+  // launch keeps). So y = table[token] + W x: a feature-reading model's first layer input (forward.cpp).
+  const float* res_table = nullptr;
+  const int* res_tokens = nullptr;
+  EmbedFeed res_feed;
+  // Normed input only: x_normed_out[r][i] = x[r][i] / rms(r) too (each row's input as the products see it,
+  // before the weights), rows as the launch's output rows.
+  float* x_normed_out = nullptr;
 };
 void launch_matvec(const void* w, WType t, int n, int k, const float* x, int rows, float* y, cudaStream_t stream,
                    const MatvecFold& fold = {});

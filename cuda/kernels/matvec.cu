@@ -220,15 +220,26 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
         for (int p = lane; p < parts; p += 32)
           attn::cp_async4(&fold_ss[i * parts + p], fold.ss_in + src(r0 + i) * parts + p);
   constexpr int kPairs = NT * 64;  // residual: (q, e & 1, lane) pairs of outputs j, j + 8 of one row
-  if (!Swiglu && fold.ss_out)
+  // The residual's old row r: y's own, or res_table's row of r's token.
+  auto res_row = [&](int r) -> const float* {
+    if (!fold.res_table) return y + size_t(r) * n;
+    const int tok = r < fold.res_feed.n ? fold.res_feed.picks[r] : fold.res_tokens[r];
+    return fold.res_table + size_t(tok) * n;
+  };
+  if (!Swiglu && fold.ss_out) {
     for (int u = threadIdx.x; u < kPairs; u += KW * 32) {
       const int ln = u & 31, rr = 8 * (u >> 6) + 2 * (ln & 3) + ((u >> 5) & 1);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int jj = (ln >> 2) + 8 * h;
-        if (r0 + rr < rows && j0 + jj < n) attn::cp_async4(&fold_rows[jj][rr], y + size_t(r0 + rr) * n + j0 + jj);
+        if (r0 + rr < rows && j0 + jj < n) attn::cp_async4(&fold_rows[jj][rr], res_row(r0 + rr) + j0 + jj);
       }
     }
+    // A chained step's picks are kept once, by the first output tile's blocks.
+    if (fold.res_table && fold.res_feed.kept && by == 0)
+      for (int i = threadIdx.x; i < kRows; i += KW * 32)
+        if (r0 + i < fold.res_feed.n && r0 + i < rows) fold.res_feed.kept[r0 + i] = fold.res_feed.picks[r0 + i];
+  }
   attn::cp_async_commit();
 
   const float* xr[NT];
@@ -300,6 +311,13 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
 #pragma unroll
       for (int e = 0; e < 4; ++e) red[warp][(m * NT + q) * 4 + e][lane] = acc[m][q][e];
   __syncthreads();
+  if constexpr (Norm) {  // each row's normed input, by the first output tile's blocks
+    if (fold.x_normed_out && by == 0)
+      for (int e = threadIdx.x; e < kRows * k; e += KW * 32) {
+        const int i = e / k, j = e - i * k;
+        if (r0 + i < rows) fold.x_normed_out[size_t(r0 + i) * k + j] = __fmul_rn(x[src(r0 + i) * k + j], fold_rows[0][i]);
+      }
+  }
   if constexpr (Rope) {
     rope_epilogue<KW, MT, Norm>(red, fold_rows[0], *rp, *heads, y, n, rows, r0, j0, rope_early);
     return;
@@ -551,6 +569,11 @@ void launch_checked(const void* w, WType t, int n, int k, const float* x, int ro
     throw Error("cuda matvec: out_tiles must be 1, 2 or 4, found " + std::to_string(f.out_tiles));
   if (f.x_rows && (t != WType::BF16 || f.ss_out)) throw Error("cuda matvec: gathered input rows need bf16 weights and no residual epilogue");
   if (f.ss_in && f.ss_out) throw Error("cuda matvec: a folded norm and a residual epilogue in one launch");
+  if (f.res_table && (!f.ss_out || !f.res_tokens || Swiglu))
+    throw Error("cuda matvec: a residual table needs the residual epilogue and the rows' tokens");
+  if (f.res_feed.n > 0 && (!f.res_table || !f.res_feed.picks || f.res_feed.n > rows))
+    throw Error("cuda matvec: a chained step's picks must cover at most the window's rows of a residual table");
+  if (f.x_normed_out && !f.ss_in) throw Error("cuda matvec: x_normed_out belongs to a normed input");
   static const int pdl_mode = env_int("STRATA_MATVEC_PDL_MODE", 0, 2, 0);
   MatvecFold fm = f;
   fm.pdl_mode = pdl_mode;

@@ -467,6 +467,85 @@ TEST_CASE("the skinny kernel's folded residual add and norm match the separate k
   cudaStreamDestroy(st);
 }
 
+TEST_CASE("the skinny kernel's residual from a token table and its normed-input rows") {
+  REQUIRE(CudaBackend::device_count() > 0);
+  cudaStream_t st = nullptr;
+  REQUIRE(cudaStreamCreate(&st) == cudaSuccess);
+  std::mt19937 rng(29);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  // A feature-reading model's first matmul (forward.cpp): y = table[token] + W x, then the next matmul reading
+  // y normed, which also hands back its normed input rows (x_normed_out).
+  const int n = 208, k = 96, V = 37, rows = 11, feed_n = 4, nq = 48;
+  const float eps = 1e-6f;
+  std::vector<uint16_t> wb(size_t(n) * k), wqb(size_t(nq) * n);
+  for (auto& v : wb) v = bf16_rn(nd(rng) * 0.1f);
+  for (auto& v : wqb) v = bf16_rn(nd(rng) * 0.1f);
+  std::vector<float> table(size_t(V) * n), x(size_t(rows) * k), norm(n);
+  for (float& v : table) v = nd(rng) * 2.0f;
+  for (float& v : x) v = nd(rng);
+  for (float& v : norm) v = 1.0f + 0.2f * nd(rng);
+  std::vector<int> tokens(rows), picks(feed_n);
+  for (int& t : tokens) t = int(rng() % V);
+  for (int& t : picks) t = int(rng() % V);
+  DeviceBuffer dw = upload(wb), dwq = upload(wqb), dtable = upload(table), dx = upload(x), dnorm = upload(norm),
+               dtok = upload(tokens), dpicks = upload(picks);
+  const size_t parts = (n + 15) / 16;
+  auto run = [&](bool from_table, bool normed_out) {
+    // The reference: y starts as the gathered rows (each row's token: a pick for the fed rows).
+    std::vector<float> y0(size_t(rows) * n);
+    for (int r = 0; r < rows; ++r) {
+      const int t = r < feed_n ? picks[size_t(r)] : tokens[size_t(r)];
+      std::copy(table.begin() + size_t(t) * n, table.begin() + size_t(t + 1) * n, y0.begin() + size_t(r) * n);
+    }
+    DeviceBuffer y = from_table ? DeviceBuffer(y0.size() * 4, "y") : upload(y0);
+    if (from_table) REQUIRE(cudaMemset(y.get(), 0xff, y0.size() * 4) == cudaSuccess);
+    DeviceBuffer ss(size_t(rows) * parts * 4, "ss"), xn(y0.size() * 4, "xn"), kept(size_t(feed_n) * 4, "kept"),
+        q(size_t(rows) * nq * 4, "q"), xo(y0.size() * 4, "normed rows");
+    REQUIRE(cudaMemset(kept.get(), 0xff, size_t(feed_n) * 4) == cudaSuccess);
+    MatvecFold res;
+    res.ss_out = ss.get<float>();
+    res.next_norm = dnorm.get<float>();
+    res.xn_out = xn.get<float>();
+    if (from_table) {
+      res.res_table = dtable.get<float>();
+      res.res_tokens = dtok.get<int>();
+      res.res_feed = EmbedFeed{dpicks.get<int>(), feed_n, kept.get<int>()};
+    }
+    launch_matvec(dw.get(), WType::BF16, n, k, dx.get<float>(), rows, y.get<float>(), st, res);
+    MatvecFold nrm;
+    nrm.ss_in = ss.get<float>();
+    nrm.eps = eps;
+    if (normed_out) nrm.x_normed_out = xo.get<float>();
+    launch_matvec(dwq.get(), WType::BF16, nq, n, xn.get<float>(), rows, q.get<float>(), st, nrm);
+    REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+    std::vector<int> kept_h(feed_n);
+    REQUIRE(cudaMemcpy(kept_h.data(), kept.get(), size_t(feed_n) * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+    if (from_table) CHECK(kept_h == picks);  // the fed rows' tokens kept for the host
+    struct Out {
+      std::vector<float> y, ss, xn, q, xo;
+    };
+    return Out{download(y, y0.size()), download(ss, size_t(rows) * parts), download(xn, y0.size()),
+               download(q, size_t(rows) * nq), normed_out ? download(xo, y0.size()) : std::vector<float>{}};
+  };
+  const auto want = run(false, false), got = run(true, true);
+  // The same epilogue on the same old values: the same bits, and the normed output leaves q as it was.
+  REQUIRE(std::memcmp(got.y.data(), want.y.data(), want.y.size() * 4) == 0);
+  REQUIRE(std::memcmp(got.ss.data(), want.ss.data(), want.ss.size() * 4) == 0);
+  REQUIRE(std::memcmp(got.xn.data(), want.xn.data(), want.xn.size() * 4) == 0);
+  REQUIRE(std::memcmp(got.q.data(), want.q.data(), want.q.size() * 4) == 0);
+  // The normed rows: norm * y / rms(y), each row's.
+  for (int r = 0; r < rows; ++r) {
+    double sq = 0.0;
+    for (int j = 0; j < n; ++j) sq += double(want.y[size_t(r) * n + j]) * want.y[size_t(r) * n + j];
+    const double inv = 1.0 / std::sqrt(sq / n + eps);
+    for (int j = 0; j < n; ++j) {
+      INFO("row " << r << " element " << j);
+      REQUIRE(got.xo[size_t(r) * n + j] == Approx(norm[size_t(j)] * want.y[size_t(r) * n + j] * inv).epsilon(1e-5).margin(1e-6));
+    }
+  }
+  cudaStreamDestroy(st);
+}
+
 namespace {
 
 // What a bit comparison of a fused RoPE step against launch_qkv_rope needs: a cos/sin table of 64 positions

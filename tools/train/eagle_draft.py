@@ -37,7 +37,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_tiny as tt  # noqa: E402  (torch, transformers, tokenizers, corpus)
 import retrain_draft as rd  # noqa: E402  (self-distillation, mixed batches, draft loading)
-from feature_draft_model import EagleDraft, save_draft, sequential_chain  # noqa: E402
+from feature_draft_model import EagleDraft, load_draft_state, save_draft, sequential_chain  # noqa: E402
 
 torch = tt.torch
 np = tt.np
@@ -283,6 +283,7 @@ def main():
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--kv-heads", type=int, default=4)
     ap.add_argument("--no-attention", action="store_true", help="fc and the MLP only: a cheaper step")
+    ap.add_argument("--init", default=None, help="a saved feature draft's directory to go on training from")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--seq", type=int, default=256)
@@ -331,6 +332,9 @@ def main():
     theta = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
     draft = EagleDraft(cfg.hidden_size, a.heads, a.kv_heads, head_dim, a.intermediate, theta,
                        cfg.rms_norm_eps, attention=not a.no_attention).to(device)
+    if a.init:
+        load_draft_state(draft, a.init)
+        tt.log(f"eagle draft: starting from {a.init}")
     n_params = sum(q.numel() for q in draft.parameters())
     tt.log(f"eagle draft: {n_params:,} parameters (plus the target's embedding and LM head)")
     # Before training (so a slip costs seconds, not the run): the parallel levels against step-by-step

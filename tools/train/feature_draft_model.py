@@ -134,6 +134,36 @@ def write_safetensors(state, path):
             f.write(blob)
 
 
+def read_safetensors(path):
+    """write_safetensors' bf16 tensors back, as fp32 torch tensors by name."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        if h["dtype"] != "BF16":
+            raise ValueError(f"{path}: {name} is {h['dtype']}, not BF16")
+        a, b = h["data_offsets"]
+        raw = torch.frombuffer(bytearray(data[a:b]), dtype=torch.int16)
+        out[name] = raw.view(torch.bfloat16).float().reshape(h["shape"])
+    return out
+
+
+def load_draft_state(draft, d):
+    """A saved draft's weights (save_draft's directory) into `draft`, whose shape must match."""
+    saved = read_safetensors(os.path.join(d, "model.safetensors"))
+    state = {}
+    for k in draft.state_dict():
+        module, leaf = k.rsplit(".", 1)
+        state[k] = saved.pop(SAVE_NAMES[module] + "." + leaf)
+    if saved:
+        raise ValueError(f"{d}: tensors this draft does not have: {sorted(saved)}")
+    draft.load_state_dict(state)
+
+
 def save_draft(draft, cfg, levels, made_by, d):
     """The draft as a model directory: model.safetensors (bf16) and a config.json that says what it reads."""
     os.makedirs(d, exist_ok=True)
