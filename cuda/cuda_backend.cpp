@@ -116,6 +116,7 @@ struct CudaBackend::Impl {
     spdlog::info("cuda: device {} ({}), compute capability {}.{}, {} SMs, {}", opts.device, name, prop.major,
                  prop.minor, prop.multiProcessorCount, gb(prop.totalGlobalMem));
     STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&chain_event, cudaEventDisableTiming));
     try {
       STRATA_CUBLAS_CHECK(cublasCreate(&cublas));
       STRATA_CUBLAS_CHECK(cublasSetStream(cublas, stream));
@@ -143,11 +144,15 @@ struct CudaBackend::Impl {
   ~Impl() { destroy_handles(); }
 
   void destroy_handles() {
+    if (stream) (void)cudaStreamSynchronize(stream);  // a chain's ahead steps may still run
+    ahead_pending = nullptr;
     graphs.clear();
     fed_graphs.clear();
     gemm.reset();
     if (cublas) cublasDestroy(cublas);
     if (stream) cudaStreamDestroy(stream);
+    if (chain_event) cudaEventDestroy(chain_event);
+    chain_event = nullptr;
     cublas = nullptr;
     stream = nullptr;
   }
@@ -458,10 +463,12 @@ struct CudaBackend::Impl {
   // launch and no metadata written on the device between them. Null where a step shape's GEMMs have not been
   // timed: timing runs a window eagerly, which a chain's steps cannot do before their tokens exist. The key holds the buffers the kernels were recorded
   // with, so a reallocated buffer takes a new graph.
-  using ChainKey = std::tuple<std::vector<cuda::WindowShape>, std::vector<int>, size_t, const void*, const void*>;
+  // `offset` is the first step's index among the chain's later steps (its metadata block and kept picks).
+  using ChainKey =
+      std::tuple<std::vector<cuda::WindowShape>, std::vector<int>, size_t, const void*, const void*, size_t>;
   std::map<ChainKey, std::unique_ptr<Graph>> fed_graphs;
-  cudaGraphExec_t fed_chain_for(const std::vector<cuda::WindowMeta>& metas, size_t stride, int S) {
-    ChainKey key{{}, {}, stride, chain_meta_dev.get(), chain_picks_dev.get()};
+  cudaGraphExec_t fed_chain_for(const std::vector<cuda::WindowMeta>& metas, size_t stride, int S, size_t offset = 0) {
+    ChainKey key{{}, {}, stride, chain_meta_dev.get(), chain_picks_dev.get(), offset};
     for (const cuda::WindowMeta& m : metas) {
       if (!gemms_timed.count({m.shape.rows, m.shape.out_rows})) return nullptr;
       std::get<0>(key).push_back(m.shape);
@@ -472,12 +479,12 @@ struct CudaBackend::Impl {
     if (fed_graphs.size() >= kMaxGraphs) fed_graphs.clear();
     int32_t* kept = chain_picks_dev.get<int32_t>();
     auto graph = capture([&] {
-      for (size_t j = 0; j < metas.size(); ++j) {
+      for (size_t j = offset; j < offset + metas.size(); ++j) {
         cuda::ForwardContext step = fwd;
         step.ws.meta = chain_meta_dev.get<int32_t>() + j * stride;
         step.feed = cuda::EmbedFeed{fwd.ws.picks, S, kept + j * size_t(S)};
         step.features_in = fwd.ws.fin;  // a feature-reading model's next rows read the previous step's features
-        cuda::record_forward(step, metas[j].shape, stream, false);  // chained steps' rows are greedy: no draws
+        cuda::record_forward(step, metas[j - offset].shape, stream, false);  // chained steps are greedy: no draws
       }
     });
     return fed_graphs.emplace(std::move(key), std::move(graph)).first->second->exec;
@@ -662,7 +669,8 @@ struct CudaBackend::Impl {
   }
 
   // Waits for a launched segment and makes the host part of its output rows.
-  void answer_segment(const Window& win, Launched& l) {
+  // With `upto`, waits for that event (recorded after the segment's copies) instead of the whole stream.
+  void answer_segment(const Window& win, Launched& l, cudaEvent_t upto = nullptr) {
     const int V = cfg.vocab_size;
     const size_t row_bytes = size_t(V) * 4;
     const cuda::WindowMeta& meta = l.meta;
@@ -672,7 +680,10 @@ struct CudaBackend::Impl {
     const std::vector<int>& host_rows = l.host_rows;
     const std::vector<char>& device_picked = l.device_picked;
     const std::vector<int>& device_lp = l.device_lp;
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (upto)
+      STRATA_CUDA_CHECK(cudaEventSynchronize(upto));
+    else
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (meta.shape.features) {
       const size_t H = size_t(cfg.hidden_size);
       for (int i = first; i < l.last; ++i)
@@ -719,6 +730,7 @@ struct CudaBackend::Impl {
 
   // The window's segments but the last run to completion here; the last is left in flight for finish().
   void start(const Window& win) {
+    settle_ahead();
     if (in_flight) throw Error("cuda backend: a window was started while another is in flight");
     // The CPU backend's window rules and messages (SlotBook), so the engine treats both backends alike; a valid
     // window becomes the slots' history before the device runs it (commit() may trim it afterwards). A window
@@ -766,8 +778,13 @@ struct CudaBackend::Impl {
   // synchronize. Returns false (nothing changed) for a chain it does not take:
   // picks that are not plain device argmaxes, outputs besides them, a step shape whose GEMMs are untimed, or
   // a chain past the window or context limits; the caller then runs the steps as windows.
-  bool chain(const Window& w0, int steps, std::vector<std::vector<TokenId>>* out) {
-    if (in_flight || steps < 2 || w0.rows.empty()) return false;
+  // With ahead > 0, `ahead` more steps follow in a graph of their own, left running (run_chain_ahead): out gets
+  // the first `steps` steps' picks, and settle_ahead() the rest.
+  bool chain(const Window& w0, int steps, std::vector<std::vector<TokenId>>* out, int ahead = 0,
+             uint64_t ticket = 0) {
+    settle_ahead();
+    const int total = steps + std::max(ahead, 0);
+    if (in_flight || steps < 1 || total < 2 || w0.rows.empty()) return false;
     std::vector<size_t> picking;
     std::vector<bool> seen(size_t(opts.max_slots) + 1, false);
     for (size_t i = 0; i < w0.rows.size(); ++i) {
@@ -784,14 +801,14 @@ struct CudaBackend::Impl {
     const int S = int(picking.size());
     if (S == 0 || S > opts.max_output_rows) return false;
     check_window_features(w0, cfg.feature_input, cfg.hidden_size);
-    if (w0.rows.size() + size_t(S) * size_t(steps - 1) > size_t(opts.max_window_rows)) return false;
+    if (w0.rows.size() + size_t(S) * size_t(total - 1) > size_t(opts.max_window_rows)) return false;
     for (size_t i : picking)
-      if (w0.rows[i].pos + steps - 1 >= opts.max_context) return false;
+      if (w0.rows[i].pos + total - 1 >= opts.max_context) return false;
     // Every later step's window and its metadata.
     Window all = w0;
     std::vector<cuda::WindowMeta> metas;
     size_t stride = 0;
-    for (int j = 1; j < steps; ++j) {
+    for (int j = 1; j < total; ++j) {
       Window wj;
       for (size_t i : picking) wj.rows.push_back(Row{w0.rows[i].slot, 0, w0.rows[i].pos + j, true});
       metas.push_back(meta_for(wj, 0, S));
@@ -802,7 +819,7 @@ struct CudaBackend::Impl {
     // metadata block is; each step's embedding takes the previous step's picks as its tokens and keeps them,
     // so the steps' picks come back in one copy too.
     stride = (stride + 63) / 64 * 64;
-    const size_t n_later = size_t(steps - 1), kept_words = n_later * size_t(S);
+    const size_t n_later = size_t(total - 1), kept_words = n_later * size_t(S);
     if (chain_meta_host.bytes() < n_later * stride * 4) {
       fed_graphs.clear();  // recorded with the buffers replaced here
       chain_meta_host = cuda::PinnedBuffer(n_later * stride * 4, "chained window metadata");
@@ -813,9 +830,14 @@ struct CudaBackend::Impl {
       chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
       chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
     }
-    // The later steps' graph (captured now, before anything is queued).
-    cudaGraphExec_t exec = fed_chain_for(metas, stride, S);
-    if (!exec) return false;
+    // The later steps' graphs (captured now, before anything is queued): those whose picks go back now, and
+    // the ahead steps'.
+    const size_t n_now = size_t(steps - 1);
+    const std::vector<cuda::WindowMeta> now_metas(metas.begin(), metas.begin() + long(n_now));
+    const std::vector<cuda::WindowMeta> ahead_metas(metas.begin() + long(n_now), metas.end());
+    cudaGraphExec_t exec = now_metas.empty() ? nullptr : fed_chain_for(now_metas, stride, S);
+    cudaGraphExec_t ahead_exec = ahead_metas.empty() ? nullptr : fed_chain_for(ahead_metas, stride, S, n_now);
+    if ((!now_metas.empty() && !exec) || (!ahead_metas.empty() && !ahead_exec)) return false;
     book.accept(all);  // the rows of every step (their tokens set below, once known); throws with nothing changed
     for (size_t j = 0; j < n_later; ++j)
       std::copy(metas[j].words.begin(), metas[j].words.end(), chain_meta_host.get<int32_t>() + j * stride);
@@ -824,28 +846,69 @@ struct CudaBackend::Impl {
                                       cudaMemcpyHostToDevice, stream));
     std::vector<RowResult> first(w0.rows.size());
     Launched l0 = launch_segment(all, 0, int(w0.rows.size()), &first);
-    int32_t* kept = chain_picks_dev.get<int32_t>();  // [step 0 .. steps - 2][S]: each step's picks but the last's
-    STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    // Every step's picks to the host in two copies: steps 0 .. steps - 2 as kept, the last step's after them.
+    int32_t* kept = chain_picks_dev.get<int32_t>();  // [step 0 .. total - 2][S]: each step's picks but the last's
+    // The first `steps` steps' picks to the host in two copies: steps 0 .. steps - 2 as kept, the last one's
+    // from the picks after them (the ahead steps' first keeps it too, later); then the ahead steps' the same
+    // way, after the event the host waits on for the first.
     int32_t* host = chain_picks_host.get<int32_t>();
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(host, kept, kept_words * 4, cudaMemcpyDeviceToHost, stream));
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(host + kept_words, fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
-    answer_segment(all, l0);  // synchronizes
+    if (exec) STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(host, kept, n_now * size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+    STRATA_CUDA_CHECK(
+        cudaMemcpyAsync(host + n_now * size_t(S), fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+    if (ahead_exec) {
+      STRATA_CUDA_CHECK(cudaEventRecord(chain_event, stream));
+      STRATA_CUDA_CHECK(cudaGraphLaunch(ahead_exec, stream));
+      const size_t from = size_t(steps) * size_t(S);
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(host + from, kept + from, kept_words * 4 - from * 4, cudaMemcpyDeviceToHost, stream));
+      STRATA_CUDA_CHECK(
+          cudaMemcpyAsync(host + kept_words, fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+    }
+    answer_segment(all, l0, ahead_exec ? chain_event : nullptr);  // waits for the first `steps` steps
+    const int V = cfg.vocab_size;
+    auto read = [host, S, V](int j, int i) {
+      const int32_t t = host[size_t(j) * size_t(S) + size_t(i)];
+      if (t < 0 || t >= V)
+        throw Error("cuda backend: chained step " + std::to_string(j) + " picked token " + std::to_string(t));
+      return TokenId(t);
+    };
     out->assign(size_t(steps), std::vector<TokenId>(size_t(S)));
     for (int j = 0; j < steps; ++j)
-      for (int i = 0; i < S; ++i) {
-        const int32_t t = host[size_t(j) * size_t(S) + size_t(i)];
-        if (t < 0 || t >= cfg.vocab_size)
-          throw Error("cuda backend: chained step " + std::to_string(j) + " picked token " + std::to_string(t));
-        (*out)[size_t(j)][size_t(i)] = t;
-      }
-    for (size_t j = 0; j < n_later; ++j)  // step j + 1's rows ran on step j's picks
-      for (int i = 0; i < S; ++i) {
-        const Row& r = w0.rows[picking[size_t(i)]];
-        book.set_token(r.slot, r.pos + int(j) + 1, (*out)[j][size_t(i)]);
-      }
+      for (int i = 0; i < S; ++i) (*out)[size_t(j)][size_t(i)] = read(j, i);
+    std::vector<std::pair<SlotId, int32_t>> fed;  // each picking row's slot and position
+    for (size_t i : picking) fed.emplace_back(w0.rows[i].slot, w0.rows[i].pos);
+    // Step j + 1's rows ran on step j's picks: those of the first `steps` steps are known now.
+    for (int j = 0; j < std::min(steps, total - 1); ++j)
+      for (int i = 0; i < S; ++i) book.set_token(fed[size_t(i)].first, fed[size_t(i)].second + j + 1, (*out)[size_t(j)][size_t(i)]);
     ++chains_fed;
+    if (ahead_exec) {
+      // The ahead steps' picks, and the tokens of the rows they fed, once the next call (or take_ahead) waits
+      // for them.
+      ahead_pending = [this, steps, total, S, read, fed]() {
+        STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+        ahead_picks.assign(size_t(total - steps), std::vector<TokenId>(size_t(S)));
+        for (int j = steps; j < total; ++j)
+          for (int i = 0; i < S; ++i) ahead_picks[size_t(j - steps)][size_t(i)] = read(j, i);
+        for (int j = steps; j < total - 1; ++j)
+          for (int i = 0; i < S; ++i)
+            book.set_token(fed[size_t(i)].first, fed[size_t(i)].second + j + 1, ahead_picks[size_t(j - steps)][size_t(i)]);
+      };
+      ahead_ticket = ticket;
+      ahead_picks.clear();
+    }
     return true;
+  }
+  // The ahead steps of the last chain (run_chain_ahead), until settled; their picks after, under ahead_ticket.
+  cudaEvent_t chain_event = nullptr;
+  std::function<void()> ahead_pending;
+  std::vector<std::vector<TokenId>> ahead_picks;
+  uint64_t ahead_ticket = 0;
+  // Waits for the ahead steps in flight, if any, and books their picks. Every call that touches the device or
+  // the slots comes here first.
+  void settle_ahead() {
+    if (!ahead_pending) return;
+    std::function<void()> f = std::move(ahead_pending);
+    ahead_pending = nullptr;
+    f();
   }
   cuda::PinnedBuffer chain_meta_host, chain_picks_host;
   cuda::DeviceBuffer chain_meta_dev, chain_picks_dev;
@@ -880,15 +943,27 @@ BackendInfo CudaBackend::info() const {
 // The KV pool is allocated at startup and blocks are taken per window (accept), so opening a slot needs no
 // device work.
 SlotId CudaBackend::open_slot() {
+  impl_->settle_ahead();
   const SlotId s = impl_->book.find_free();
   if (s != kNoSlot) impl_->book.open(s);
   return s;
 }
 
-void CudaBackend::reset_slot(SlotId s) { impl_->book.reset(s); }
-void CudaBackend::close_slot(SlotId s) { impl_->book.close(s); }
-void CudaBackend::set_sampling(SlotId s, const SamplingParams& p) { impl_->book.set_sampling(s, p); }
+// Each call that touches the slots waits for a chain's ahead steps first (run_chain_ahead).
+void CudaBackend::reset_slot(SlotId s) {
+  impl_->settle_ahead();
+  impl_->book.reset(s);
+}
+void CudaBackend::close_slot(SlotId s) {
+  impl_->settle_ahead();
+  impl_->book.close(s);
+}
+void CudaBackend::set_sampling(SlotId s, const SamplingParams& p) {
+  impl_->settle_ahead();
+  impl_->book.set_sampling(s, p);
+}
 int CudaBackend::attach_prefix(SlotId s, const std::vector<TokenId>& prompt) {
+  impl_->settle_ahead();
   return impl_->book.attach_prefix(s, prompt);
 }
 std::vector<RowResult> CudaBackend::run_window(const Window& window) { return impl_->run(window); }
@@ -897,17 +972,44 @@ std::vector<std::vector<TokenId>> CudaBackend::run_chain(const Window& window, i
   if (impl_->chain(window, steps, &picks)) return picks;
   return Backend::run_chain(window, steps);
 }
+std::vector<std::vector<TokenId>> CudaBackend::run_chain_ahead(const Window& window, int steps, int ahead,
+                                                               uint64_t* ticket) {
+  std::vector<std::vector<TokenId>> picks;
+  const uint64_t t = new_ahead_ticket();
+  if (ahead > 0 && impl_->chain(window, steps, &picks, ahead, t)) {
+    *ticket = t;
+    return picks;
+  }
+  return Backend::run_chain_ahead(window, steps, ahead, ticket);
+}
+std::vector<std::vector<TokenId>> CudaBackend::take_ahead(uint64_t ticket) {
+  impl_->settle_ahead();
+  if (ticket != 0 && ticket == impl_->ahead_ticket) {
+    impl_->ahead_ticket = 0;
+    return std::move(impl_->ahead_picks);
+  }
+  return Backend::take_ahead(ticket);
+}
+bool CudaBackend::overlaps_ahead() const { return true; }
 void CudaBackend::start_window(const Window& window) { impl_->start(window); }
 std::vector<RowResult> CudaBackend::finish_window() { return impl_->finish(); }
-void CudaBackend::commit(SlotId s, int n_keep) { impl_->book.commit(s, n_keep); }
+void CudaBackend::commit(SlotId s, int n_keep) {
+  impl_->settle_ahead();
+  impl_->book.commit(s, n_keep);
+}
 // Positions past the cut stay in the arena until later windows overwrite them; nothing reads them first.
-int CudaBackend::truncate(SlotId s, int n_keep) { return impl_->book.truncate(s, n_keep); }
+int CudaBackend::truncate(SlotId s, int n_keep) {
+  impl_->settle_ahead();
+  return impl_->book.truncate(s, n_keep);
+}
 
 void CudaBackend::release() {
   // Work already queued finishes or faults; either way no window is in flight afterwards.
   (void)cudaStreamSynchronize(impl_->stream);
   (void)cudaGetLastError();
   impl_->in_flight.reset();
+  impl_->ahead_pending = nullptr;  // its rows' tokens stay unknown: the slots are reset after a release
+  impl_->ahead_ticket = 0;
   impl_->book.forget_last_window();
 }
 

@@ -147,6 +147,12 @@ class CudaBackend : public Backend {
   // Greedy chains (the draft model's proposals) run every step's replay back to back, feeding picks on the
   // device, with one synchronize; a chain it cannot feed there runs as windows (Backend::run_chain).
   std::vector<std::vector<TokenId>> run_chain(const Window& window, int steps) override;
+  // The ahead steps run in a graph of their own after the first `steps` steps' picks are copied back, and
+  // stay queued when this returns; every other call here waits for them first.
+  std::vector<std::vector<TokenId>> run_chain_ahead(const Window& window, int steps, int ahead,
+                                                    uint64_t* ticket) override;
+  std::vector<std::vector<TokenId>> take_ahead(uint64_t ticket) override;
+  bool overlaps_ahead() const override;
   void commit(SlotId slot, int n_keep) override;
   int truncate(SlotId slot, int n_keep) override;
   void release() override;

@@ -1,5 +1,7 @@
 // The Backend contract (DESIGN.md): only the engine thread calls a backend; one call runs one window.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
@@ -140,6 +142,28 @@ class Backend {
     return picks;
   }
 
+  // run_chain with `ahead` more steps after the `steps` whose picks it returns, fed the same way: the draft
+  // model's next proposal, drafted on the guess that the target keeps this one whole, while the target
+  // verifies it. *ticket names them for take_ahead(), which returns their picks ([ahead][picking rows], in
+  // run_chain's order), or nothing once a later run_chain_ahead has replaced them. A backend that
+  // overlaps_ahead() leaves the ahead steps running on its device when this returns, and each of its other
+  // calls waits for them first; the default runs them before returning. Their rows stay in the slots like
+  // any chained step's (truncate() drops them).
+  virtual std::vector<std::vector<TokenId>> run_chain_ahead(const Window& window, int steps, int ahead,
+                                                            uint64_t* ticket) {
+    std::vector<std::vector<TokenId>> picks = run_chain(window, steps + (ahead > 0 ? ahead : 0));
+    ahead_picks_.assign(picks.begin() + std::min<size_t>(picks.size(), size_t(steps)), picks.end());
+    picks.resize(std::min<size_t>(picks.size(), size_t(steps)));
+    *ticket = default_ticket_ = new_ahead_ticket();
+    return picks;
+  }
+  virtual std::vector<std::vector<TokenId>> take_ahead(uint64_t ticket) {
+    if (ticket == 0 || ticket != default_ticket_) return {};
+    default_ticket_ = 0;  // taken once
+    return std::move(ahead_picks_);
+  }
+  virtual bool overlaps_ahead() const { return false; }
+
   // Makes the first n_keep rows of this slot's part of the last window permanent; state past them is
   // discarded (or overwritten before any read). A plain window commits all its rows implicitly.
   virtual void commit(SlotId slot, int n_keep) = 0;
@@ -156,8 +180,15 @@ class Backend {
   // Watchdog path: abandon in-flight work and return to a state where every slot can be reset.
   virtual void release() {}
 
+ protected:
+  // A fresh run_chain_ahead ticket (never 0), unique among this backend's.
+  uint64_t new_ahead_ticket() { return ++ahead_ticket_; }
+
  private:
   Window started_;  // the default start_window()'s window, until finish_window()
+  uint64_t ahead_ticket_ = 0;    // the last ticket handed out
+  uint64_t default_ticket_ = 0;  // the default run_chain_ahead()'s ticket whose picks ahead_picks_ holds
+  std::vector<std::vector<TokenId>> ahead_picks_;
 };
 
 }  // namespace strata

@@ -4,10 +4,40 @@
 
 namespace strata {
 
-DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim)
+DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim, Ahead ahead)
     : draft_(std::move(draft)), feature_dim_(feature_dim), shift_(feature_dim > 0 ? 1 : 0) {
   if (!draft_) throw Error("draft-model drafter: no draft backend");
   if (feature_dim < 0) throw Error("draft-model drafter: feature_dim must not be negative");
+  ahead_on_ = ahead == Ahead::On || (ahead == Ahead::Auto && draft_->overlaps_ahead());
+}
+
+bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std::vector<TokenId>* drafts) {
+  std::shared_ptr<AheadGroup> g = std::move(ahead_);
+  ahead_.reset();
+  if (!g || slot_ == kNoSlot || dirty_) return false;
+  if (h.size() != ahead_base_.size() + 1 || !std::equal(ahead_base_.begin(), ahead_base_.end(), h.begin())) return false;
+  if (!g->taken) {
+    g->picks = draft_->take_ahead(g->ticket);
+    g->taken = true;
+  }
+  // Ahead step 0 picked the token after the drafts (what the target added if it kept them all); steps 1 ..
+  // are the proposal after it.
+  if (g->picks.size() < 2 || ahead_index_ >= g->picks[0].size() || g->picks[0][ahead_index_] != h.back()) return false;
+  drafts->clear();
+  for (size_t j = 1; j < g->picks.size() && drafts->size() < size_t(std::max(max_k, 0)); ++j)
+    drafts->push_back(g->picks[j][ahead_index_]);
+  if (drafts->empty()) return false;
+  // The slot holds the history's entries and the ahead steps' chained ones, as after a proposal of
+  // picks.size() - 1 drafts: a token draft keeps them all for the next history to agree with, a feature draft
+  // only those the target's features fed (cached_ as it was).
+  const size_t chained = g->picks.size() - 2;
+  if (shift_ == 0) {
+    cached_.assign(h.begin(), h.end());
+    for (size_t j = 1; j <= chained; ++j) cached_.push_back(g->picks[j][ahead_index_]);
+  }
+  held_ = entries(h) + chained;
+  ++ahead_hits_;
+  return true;
 }
 
 DraftModelDrafter::~DraftModelDrafter() {
@@ -108,7 +138,9 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     j.drafts.clear();
     auto* d = static_cast<DraftModelDrafter*>(j.drafter);  // same batch key: a drafter on this backend
     const std::vector<TokenId>& h = *j.history;
-    if (j.max_k <= 0 || h.size() <= d->shift_ || !d->prepare(h)) continue;
+    if (j.max_k <= 0 || h.size() <= d->shift_) continue;
+    if (d->take_ahead(h, j.max_k, &j.drafts)) continue;
+    if (!d->prepare(h)) continue;
     live.push_back(Live{d, &j, d->cached_.size()});
   }
   if (live.empty()) return;
@@ -148,8 +180,18 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       w0.rows.back().want_pick = true;
       steps = std::max(steps, live[g].job->max_k);
     }
-    const std::vector<std::vector<TokenId>> picks = draft_->run_chain(w0, steps);
+    // Drafting ahead: steps + 1 more steps, so a proposal kept whole has the next one ready.
+    const int ahead = ahead_on_ ? steps + 1 : 0;
+    uint64_t ticket = 0;
+    const std::vector<std::vector<TokenId>> picks =
+        ahead > 0 ? draft_->run_chain_ahead(w0, steps, ahead, &ticket) : draft_->run_chain(w0, steps);
     const size_t S = g - begin;
+    std::shared_ptr<AheadGroup> group;
+    if (ahead > 0) {
+      group = std::make_shared<AheadGroup>();
+      group->ticket = ticket;
+      ++ahead_runs_;
+    }
     if (picks.size() != size_t(steps))
       throw Error("draft backend returned " + std::to_string(picks.size()) + " steps of " + std::to_string(steps));
     for (const std::vector<TokenId>& p : picks)
@@ -165,8 +207,15 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
         // Fed to step j + 1; a feature draft's chained entries read its own features, not the target's.
         if (j + 1 < steps && d.shift_ == 0) d.cached_.push_back(picks[size_t(j)][i]);
       }
-      d.held_ = d.entries(h) + static_cast<size_t>(steps) - 1;
+      d.held_ = d.entries(h) + static_cast<size_t>(steps) - 1 + static_cast<size_t>(ahead);
       d.drop_features_before(d.entries(h));
+      // A job with fewer drafts than the chain's steps would need other ahead steps than these.
+      if (group && l.job->max_k == steps) {
+        d.ahead_ = group;
+        d.ahead_index_ = i;
+        d.ahead_base_ = h;
+        d.ahead_base_.insert(d.ahead_base_.end(), l.job->drafts.begin(), l.job->drafts.end());
+      }
     }
   }
   for (Live& l : live) l.d->dirty_ = false;

@@ -25,9 +25,15 @@ namespace strata {
 // draft's own). A history that shares nothing with what the slot holds (after an engine restart) is
 // recomputed from the start; a target feature the drafter never got (a prompt prefix the target's prefix
 // cache supplied) reads as zeros, which costs acceptance, not correctness.
+//
+// Drafting ahead (Backend::run_chain_ahead, on by default where the draft backend overlaps_ahead()): each chain
+// of k steps runs k + 1 more on the guess that the target keeps all k drafts and then picks what the draft
+// picks next, while the target verifies. When the next history is exactly that, its proposal is the ahead
+// steps' picks, with no draft work on that round's path; otherwise they are dropped like any chained rows.
 class DraftModelDrafter : public Drafter {
  public:
-  explicit DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim = 0);
+  enum class Ahead { Auto, On, Off };
+  explicit DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim = 0, Ahead ahead = Ahead::Auto);
   ~DraftModelDrafter() override;
   DraftModelDrafter(const DraftModelDrafter&) = delete;
   DraftModelDrafter& operator=(const DraftModelDrafter&) = delete;
@@ -47,6 +53,10 @@ class DraftModelDrafter : public Drafter {
   // read as zeros): a request that does not draft for a long stretch (a full batch) holds no more.
   static constexpr size_t kMaxHeldFeatureValues = size_t(1) << 24;
 
+  // Proposals answered from ahead steps, and ahead chains run (tests, logs).
+  int ahead_hits() const { return ahead_hits_; }
+  int ahead_runs() const { return ahead_runs_; }
+
  private:
   // Opens the slot on first use and cuts it back to where it agrees with the history; false when the draft
   // backend has no free slot.
@@ -58,8 +68,23 @@ class DraftModelDrafter : public Drafter {
   // Forgets held features of entries before `pos`.
   void drop_features_before(size_t pos);
 
+  // One run_chain_ahead's ahead steps, shared by the drafters of its jobs: the first to need them takes them.
+  struct AheadGroup {
+    uint64_t ticket = 0;
+    bool taken = false;
+    std::vector<std::vector<TokenId>> picks;  // [ahead step][job]
+  };
+  // The proposal for `history` from this drafter's ahead steps, when history is what they guessed (moved out:
+  // either way they are used once). False: no such proposal.
+  bool take_ahead(const std::vector<TokenId>& history, int max_k, std::vector<TokenId>* drafts);
+
   std::shared_ptr<Backend> draft_;
   int feature_dim_ = 0;
+  bool ahead_on_ = false;
+  std::shared_ptr<AheadGroup> ahead_;  // this drafter's last ahead steps, if any
+  size_t ahead_index_ = 0;             // its job's index among their picks
+  std::vector<TokenId> ahead_base_;    // the history they assume, before their first pick
+  int ahead_hits_ = 0, ahead_runs_ = 0;
   size_t shift_ = 0;             // 1 for a feature draft: entry i holds history token i + 1
   SlotId slot_ = kNoSlot;
   std::vector<TokenId> cached_;  // the tokens of the entries the slot holds that a later history may keep

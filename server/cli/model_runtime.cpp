@@ -256,13 +256,20 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   auto backend = std::shared_ptr<Backend>(backend_factory_for(draft, runtime.device, shape)());
   // A feature draft (StrataFeatureDraft) reads the target's hidden state beside each token.
   const int feature_dim = draft->config.feature_input ? draft->config.hidden_size : 0;
-  config.engine.speculation.drafter_factory = [backend, feature_dim]() -> std::unique_ptr<Drafter> {
-    return std::make_unique<DraftModelDrafter>(backend, feature_dim);
+  // Drafting ahead while the target verifies where the draft backend overlaps the two (CUDA);
+  // STRATA_DRAFT_AHEAD=0|1 overrides that, for the benchmarks' comparisons.
+  DraftModelDrafter::Ahead ahead = DraftModelDrafter::Ahead::Auto;
+  if (const char* e = std::getenv("STRATA_DRAFT_AHEAD"); e && *e)
+    ahead = std::atoi(e) != 0 ? DraftModelDrafter::Ahead::On : DraftModelDrafter::Ahead::Off;
+  config.engine.speculation.drafter_factory = [backend, feature_dim, ahead]() -> std::unique_ptr<Drafter> {
+    return std::make_unique<DraftModelDrafter>(backend, feature_dim, ahead);
   };
   const int max_batch = config.engine.speculation.max_batch;
-  spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window, {}",
+  const bool ahead_on = ahead == DraftModelDrafter::Ahead::On ||
+                        (ahead == DraftModelDrafter::Ahead::Auto && backend->overlaps_ahead());
+  spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window{}, {}",
                feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
-               device_name(runtime.device), config.spec.k,
+               device_name(runtime.device), config.spec.k, ahead_on ? ", drafting ahead" : "",
                max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
                              : std::string("at every batch size"));
 }

@@ -170,16 +170,21 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
   // The feature draft reads the target's features beside each token (its fixture's weights are random).
   static const auto feature_draft =
       load_model(STRATA_SOURCE_DIR "/tests/data/models/qwen3_feature_draft", &fixture("qwen3"));
+  using Ahead = DraftModelDrafter::Ahead;
   for (bool features : {false, true}) {
-    for (Sampling s : {Sampling::Greedy, Sampling::Seeded}) {
-      DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ") << name(s)) {
+    for (Sampling s : {Sampling::Greedy, Sampling::Seeded})
+    for (Ahead ahead : {Ahead::Off, Ahead::On}) {
+      DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ") << name(s)
+                      << (ahead == Ahead::On ? ", drafting ahead" : "")) {
         Rig plain("qwen3", with(SpeculationMode::Off, 1));
         auto expect = run_alone(plain, s, 5);
         const Model& dm = features ? *feature_draft : fixture("llama");
         const int dim = features ? dm.config.hidden_size : 0;
         auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(dm, backend_opts()));
         EngineOptions o = with(SpeculationMode::Draft, 3);
-        o.speculation.drafter_factory = [draft, dim] { return std::make_unique<DraftModelDrafter>(draft, dim); };
+        o.speculation.drafter_factory = [draft, dim, ahead] {
+          return std::make_unique<DraftModelDrafter>(draft, dim, ahead);
+        };
         Rig spec("qwen3", o);
         CHECK(run_alone(spec, s, 5) == expect);
         CHECK(run_batch(spec, s, 5) == expect);
@@ -240,6 +245,47 @@ TEST_CASE("CPU: a draft model identical to the greedy target has every draft acc
   double drafted = spec.counter("strata_spec_draft_tokens_total");
   CHECK(drafted > 0);
   CHECK(spec.counter("strata_spec_accepted_tokens_total") == drafted);
+}
+
+namespace {
+// A draft-model drafter that adds its ahead hits and runs to shared counters when its request ends.
+struct CountingDrafter : DraftModelDrafter {
+  CountingDrafter(std::shared_ptr<Backend> b, int dim, Ahead a, std::shared_ptr<std::atomic<int>> hits,
+                  std::shared_ptr<std::atomic<int>> runs)
+      : DraftModelDrafter(std::move(b), dim, a), hits_(std::move(hits)), runs_(std::move(runs)) {}
+  ~CountingDrafter() override {
+    *hits_ += ahead_hits();
+    *runs_ += ahead_runs();
+  }
+  std::shared_ptr<std::atomic<int>> hits_, runs_;
+};
+}  // namespace
+
+TEST_CASE("CPU: drafting ahead with a draft identical to the target answers proposals from the ahead steps",
+          "[engine][cpu][spec]") {
+  // Every proposal is kept whole and the draft's next pick is the target's: each chain's ahead steps are the
+  // next proposal, so about every other proposal needs no draft work, and every draft is still accepted.
+  using Ahead = DraftModelDrafter::Ahead;
+  Rig plain("qwen3", with(SpeculationMode::Off, 1));
+  for (Sampling s : {Sampling::Greedy, Sampling::Seeded}) {
+    DYNAMIC_SECTION(name(s)) {
+      auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(fixture("qwen3"), backend_opts()));
+      auto hits = std::make_shared<std::atomic<int>>(0), runs = std::make_shared<std::atomic<int>>(0);
+      EngineOptions o = with(SpeculationMode::Draft, 4);
+      o.speculation.drafter_factory = [draft, hits, runs] {
+        return std::make_unique<CountingDrafter>(draft, 0, Ahead::On, hits, runs);
+      };
+      Rig spec("qwen3", o);
+      CHECK(run_alone(spec, s, 0) == run_alone(plain, s, 0));
+      CHECK(run_batch(spec, s, 0) == run_batch(plain, s, 0));
+      INFO("ahead hits " << hits->load() << " of " << runs->load() << " ahead chains");
+      CHECK(runs->load() > 0);
+      if (s == Sampling::Greedy) {  // a greedy draft guesses a seeded target's picks only by chance
+        CHECK(spec.counter("strata_spec_accepted_tokens_total") == spec.counter("strata_spec_draft_tokens_total"));
+        CHECK(hits->load() > runs->load() / 2);
+      }
+    }
+  }
 }
 
 TEST_CASE("CPU: with a batch limit the n-gram drafter drafts only while few requests decode; output unchanged",

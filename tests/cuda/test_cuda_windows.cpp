@@ -146,6 +146,34 @@ TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and histor
       const auto fed = be.run_chain(Window{{row(a, pa[6], 6, false, true)}}, 4);
       CHECK(be.chains_on_device() == 2);
       CHECK(fed == be.Backend::run_chain(Window{{row(ra, pa[6], 6, false, true)}}, 4));
+      // The same 8 steps as 3 and 5 ahead (run_chain_ahead): the ahead steps run after the call returns, and
+      // their picks and KV cells are the ones the 8-step chain made.
+      for (SlotId s : {a, b}) be.reset_slot(s);
+      uint64_t ticket = 0;
+      const auto first3 = be.run_chain_ahead(first_window(a, b), 3, 5, &ticket);
+      CHECK(be.chains_on_device() == 3);
+      const auto ahead5 = be.take_ahead(ticket);
+      CHECK(be.take_ahead(ticket).empty());  // taken once
+      REQUIRE(first3.size() == 3);
+      REQUIRE(ahead5.size() == 5);
+      std::vector<std::vector<TokenId>> both = first3;
+      both.insert(both.end(), ahead5.begin(), ahead5.end());
+      CHECK(both == want);
+      for (SlotId s : {ra, rb}) be.reset_slot(s);
+      CHECK(be.Backend::run_chain(first_window(ra, rb), steps) == want);
+      for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, penalized);
+      const auto a_got = next(a, b, both), a_want = next(ra, rb, want);
+      for (int i = 0; i < 2; ++i) CHECK(same_bits(a_got[size_t(i)].logits, a_want[size_t(i)].logits));
+      // A later chain's ticket replaces the earlier one's, whose ahead picks are gone.
+      for (SlotId s : {a, b}) be.reset_slot(s);
+      for (SlotId s : {a, b}) be.set_sampling(s, SamplingParams{0.0f});
+      uint64_t t1 = 0, t2 = 0;
+      (void)be.run_chain_ahead(first_window(a, b), 2, 2, &t1);
+      for (SlotId s : {a, b}) be.reset_slot(s);
+      (void)be.run_chain_ahead(first_window(a, b), 2, 2, &t2);
+      CHECK(t1 != t2);
+      CHECK(be.take_ahead(t1).empty());
+      CHECK(be.take_ahead(t2).size() == 2);
     }
   }
 }

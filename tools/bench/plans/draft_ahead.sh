@@ -1,0 +1,22 @@
+# device_call.sh plan: drafting ahead (DraftModelDrafter, Backend::run_chain_ahead) on the GPU. The GPU tests of
+# chains, drafts and features; then `strata bench spec` at batch 1 with the shipped token draft and run 121's
+# feature draft (.devcarry/feature121), each with STRATA_DRAFT_AHEAD=0 and =1 in turn, ROUNDS (2) times; then
+# every GPU test, and issue 9's benchmark when the card is an H200.
+$S $B info
+. tools/bench/plans/lib.sh
+TEST_FILTER="*chain*" $S $B test || true
+TEST_FILTER="*draft*" $S $B test || true
+[ -d .devcarry/feature121/strata-tiny-feature-draft ] && cp -r .devcarry/feature121/strata-tiny-feature-draft models/
+for r in $(seq "${ROUNDS:-2}"); do
+  for d in strata-tiny-draft strata-tiny-feature-draft; do
+    for a in 0 1; do
+      [ -d "models/$d" ] || continue
+      STRATA_DRAFT_AHEAD=$a LD_LIBRARY_PATH=$B/lib timeout 100 "$B/strata" bench spec --model models/strata-tiny \
+        --draft-model "models/$d" --device cuda --batch 1 --spec off,draft --spec-k 4 --max-tokens "${TOKENS:-128}" \
+        --sampling greedy --prompts tools/bench/spec_prompts.json --json "$OUT/spec_${d}_ahead${a}_r$r.json" 2>&1 |
+        grep -v " info " | sed "s#^#[$d ahead=$a r$r] #" | tee -a "$OUT/spec.log"
+    done
+  done
+done
+$S $B test || true
+issue9_on_h200 1
