@@ -10,11 +10,7 @@ TEST_FILTER="*draft*" $S $B test || true
 for r in $(seq "${ROUNDS:-2}"); do
   for d in strata-tiny-draft strata-tiny-feature-draft; do
     for a in 0 1; do
-      [ -d "models/$d" ] || continue
-      STRATA_DRAFT_AHEAD=$a LD_LIBRARY_PATH=$B/lib timeout 100 "$B/strata" bench spec --model models/strata-tiny \
-        --draft-model "models/$d" --device cuda --batch 1 --spec off,draft --spec-k 4 --max-tokens "${TOKENS:-128}" \
-        --sampling greedy --prompts tools/bench/spec_prompts.json --json "$OUT/spec_${d}_ahead${a}_r$r.json" 2>&1 |
-        grep -v " info " | sed "s#^#[$d ahead=$a r$r] #" | tee -a "$OUT/spec.log"
+      [ -d "models/$d" ] && STRATA_DRAFT_AHEAD=$a spec_one "${d}_ahead${a}_r$r" "models/$d"
     done
   done
 done

@@ -13,10 +13,6 @@ grep -E "check_levels|acceptance:|Error|error" "$OUT/feature_train.log" | tail -
 [ -f "$OUT/feature/strata-tiny-feature-draft/config.json" ] && cp -r "$OUT/feature/strata-tiny-feature-draft" models/
 for r in $(seq "${ROUNDS:-2}"); do
   for d in strata-tiny-feature-draft strata-tiny-draft; do
-    [ -d "models/$d" ] || continue
-    LD_LIBRARY_PATH=$B/lib timeout 100 "$B/strata" bench spec --model models/strata-tiny --draft-model "models/$d" \
-      --device cuda --batch 1 --spec off,draft --spec-k 4 --max-tokens 128 --sampling greedy \
-      --prompts tools/bench/spec_prompts.json --json "$OUT/spec_${d}_r$r.json" 2>&1 | grep -v " info " |
-      sed "s#^#[$d r$r] #" | tee -a "$OUT/spec.log"
+    [ -d "models/$d" ] && spec_one "${d}_r$r" "models/$d"
   done
 done

@@ -15,11 +15,7 @@ spec() {  # spec TAG DRAFT...: each draft beside plain decoding, ROUNDS times in
   shift
   for r in $(seq "${ROUNDS:-2}"); do
     for d in "$@"; do
-      [ -d "models/$d" ] || continue
-      LD_LIBRARY_PATH=$B/lib timeout 100 "$B/strata" bench spec --model models/strata-tiny --draft-model "models/$d" \
-        --device cuda --batch 1 --spec off,draft --spec-k 4 --max-tokens 128 --sampling greedy \
-        --prompts tools/bench/spec_prompts.json --json "$OUT/spec_${tag}_${d}_r$r.json" 2>&1 | grep -v " info " |
-        sed "s#^#[$tag $d r$r] #" | tee -a "$OUT/spec.log"
+      [ -d "models/$d" ] && spec_one "${tag}_${d}_r$r" "models/$d"
     done
   done
 }

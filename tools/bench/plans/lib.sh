@@ -36,18 +36,24 @@ NEWDRAFT=.devcarry/newdraft/strata-tiny-draft
 newdraft_ready() {
   [ -d "$NEWDRAFT" ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }
 }
-# spec_drafts ROUNDS MODES LOG DRAFT...: strata bench spec at batch 1 (greedy, k 4, the spec prompts) with each
-# DRAFT in turn, ROUNDS times; lines tagged [draft-dir r], to the screen and $OUT/LOG, JSON rows to $OUT.
+# spec_one LABEL DRAFT [MODES] [LOG]: one `strata bench spec` at batch 1 (greedy, k 4, ${TOKENS:-128} tokens, the
+# spec prompts) with the draft model DRAFT, modes MODES (off,draft); lines tagged [LABEL], to the screen and
+# $OUT/LOG (spec.log), JSON rows to $OUT/spec_LABEL.json. The caller's environment (STRATA_*) passes through.
+spec_one() {
+  local label=$1 d=$2 modes=${3:-off,draft} log=${4:-spec.log}
+  LD_LIBRARY_PATH=$B/lib timeout 120 "$B/strata" bench spec --model models/strata-tiny --draft-model "$d" \
+    --device cuda --batch 1 --spec "$modes" --spec-k 4 --max-tokens "${TOKENS:-128}" --sampling greedy \
+    --prompts tools/bench/spec_prompts.json --json "$OUT/spec_$label.json" 2>&1 | grep -v " info " |
+    sed "s#^#[$label] #" | tee -a "$OUT/$log"
+}
+# spec_drafts ROUNDS MODES LOG DRAFT...: spec_one with each DRAFT in turn, ROUNDS times, labelled by the draft's
+# parent folder and the round.
 spec_drafts() {
-  local rounds=$1 modes=$2 log=$3 r d tag
+  local rounds=$1 modes=$2 log=$3 r d
   shift 3
   for r in $(seq "$rounds"); do
     for d in "$@"; do
-      tag=$(basename "$(dirname "$d")")
-      LD_LIBRARY_PATH=$B/lib timeout 120 "$B/strata" bench spec --model models/strata-tiny --draft-model "$d" \
-        --device cuda --batch 1 --spec "$modes" --spec-k 4 --max-tokens 128 --sampling greedy \
-        --prompts tools/bench/spec_prompts.json --json "$OUT/spec_${tag}_r$r.json" 2>&1 | grep -v " info " |
-        sed "s#^#[$tag r$r] #" | tee -a "$OUT/$log"
+      spec_one "$(basename "$(dirname "$d")")_r$r" "$d" "$modes" "$log"
     done
   done
 }
