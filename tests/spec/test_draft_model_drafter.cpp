@@ -331,3 +331,67 @@ TEST_CASE("feature drafters on one backend draft together, each row with its own
   CHECK(toy->windows[0].features == std::vector<float>{1, 0, 2, 0, 3, 1});
   CHECK(toy->windows[1].features == std::vector<float>{6.5f, 0, 9.5f, 1});
 }
+
+TEST_CASE("drafting ahead: a proposal kept whole with the draft's next pick comes from the ahead steps") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On);
+  CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
+  // The chain ran k + 1 = 4 steps more (the toy runs them at once): 10 11 12 13 fed, 11 .. 14 picked.
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9, 10, 11, 12, 13});
+  CHECK(d.ahead_runs() == 1);
+  // The target kept 8 9 10 and picked 11, as the draft did: the next proposal is 12 13 14, with no window.
+  toy->windows.clear();
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11}, 3) == std::vector<TokenId>{12, 13, 14});
+  CHECK(toy->windows.empty());
+  CHECK(d.ahead_hits() == 1);
+  // Kept again, with 15: the slot agrees up to 13 and feeds 14 and 15 (a hit runs nothing ahead).
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 2) == std::vector<TokenId>{16, 17});
+  CHECK(toy->truncates == 0);
+  REQUIRE(!toy->windows.empty());
+  CHECK(toy->windows[0].rows.front().pos == 9);
+  CHECK(toy->windows[0].rows.front().token == 14);
+  CHECK(d.ahead_hits() == 1);
+}
+
+TEST_CASE("drafting ahead: a proposal the target cut, or ended otherwise, drops the ahead steps") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On);
+  CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
+  // All three kept but the target picked 20, not 11: the slot is cut back to 5 6 7 8 9 and fed 10 20.
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 20}, 3) == std::vector<TokenId>{21, 22, 23});
+  CHECK(d.ahead_hits() == 0);
+  CHECK(toy->truncates == 1);
+  CHECK(toy->windows.back().rows.size() == 1u);
+  // Two kept, then the target's own pick: the same.
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 20, 21, 22, 30}, 3) == std::vector<TokenId>{31, 32, 33});
+  CHECK(d.ahead_hits() == 0);
+  // What a later history holds of it is checked token by token: this one is the guess but for one token.
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 20, 21, 22, 30, 31, 32, 33, 35}, 3) == std::vector<TokenId>{36, 37, 38});
+  CHECK(d.ahead_hits() == 0);
+  CHECK(toy->held.at(0).size() > 14u);
+}
+
+TEST_CASE("drafting ahead: feature drafts take the ahead steps, then feed the target's features again") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 2, DraftModelDrafter::Ahead::On);
+  for (int p = 0; p < 3; ++p) d.take_feature(p, {float(p), 1.0f});
+  // Entries: token i + 1 with feature i; 5 6 7 has two (6 and 7), the chain then 8 9, ahead 10 .. 13.
+  CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
+  for (int p = 2; p < 6; ++p) d.take_feature(p, {float(p), 2.0f});  // the verify window's rows, kept
+  toy->windows.clear();
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11}, 3) == std::vector<TokenId>{12, 13, 14});
+  CHECK(toy->windows.empty());
+  CHECK(d.ahead_hits() == 1);
+  // The next proposal refeeds every entry past the history the target's features fed (from 7 at entry 1):
+  // the chained and ahead entries read the draft's own features.
+  for (int p = 6; p < 10; ++p) d.take_feature(p, {float(p), 3.0f});
+  toy->windows.clear();
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 2) == std::vector<TokenId>{16, 17});
+  REQUIRE(!toy->windows.empty());
+  const Window& w = toy->windows[0];
+  CHECK(w.rows.front().pos == 2);
+  CHECK(w.rows.front().token == 8);
+  REQUIRE(w.features.size() == 2 * w.rows.size());
+  CHECK(w.features[0] == 2.0f);  // entry 2: the target's feature at position 2
+  CHECK(w.features[1] == 2.0f);
+}
