@@ -180,8 +180,10 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       w0.rows.back().want_pick = true;
       steps = std::max(steps, live[g].job->max_k);
     }
-    // Drafting ahead: steps + 1 more steps, so a proposal kept whole has the next one ready.
-    const int ahead = ahead_on_ ? steps + 1 : 0;
+    // Drafting ahead: the guess of the target's next pick, then steps + 1 drafts after it (a proposal kept
+    // whole makes the engine's adaptive k ask for one more next time), so a proposal kept whole has the next
+    // one ready.
+    const int ahead = ahead_on_ ? steps + 2 : 0;
     uint64_t ticket = 0;
     const std::vector<std::vector<TokenId>> picks =
         ahead > 0 ? draft_->run_chain_ahead(w0, steps, ahead, &ticket) : draft_->run_chain(w0, steps);

@@ -336,20 +336,20 @@ TEST_CASE("drafting ahead: a proposal kept whole with the draft's next pick come
   auto toy = std::make_shared<ToyBackend>();
   DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On);
   CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
-  // The chain ran k + 1 = 4 steps more (the toy runs them at once): 10 11 12 13 fed, 11 .. 14 picked.
-  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9, 10, 11, 12, 13});
+  // The chain ran k + 2 = 5 steps more (the toy runs them at once): 10 .. 14 fed, 11 .. 15 picked.
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
   CHECK(d.ahead_runs() == 1);
   // The target kept 8 9 10 and picked 11, as the draft did: the next proposal is 12 13 14, with no window.
   toy->windows.clear();
   CHECK(d.propose({5, 6, 7, 8, 9, 10, 11}, 3) == std::vector<TokenId>{12, 13, 14});
   CHECK(toy->windows.empty());
   CHECK(d.ahead_hits() == 1);
-  // Kept again, with 15: the slot agrees up to 13 and feeds 14 and 15 (a hit runs nothing ahead).
+  // Kept again, with 15: the slot agrees up to 14 and feeds 15 (a hit runs nothing ahead).
   CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 2) == std::vector<TokenId>{16, 17});
   CHECK(toy->truncates == 0);
   REQUIRE(!toy->windows.empty());
-  CHECK(toy->windows[0].rows.front().pos == 9);
-  CHECK(toy->windows[0].rows.front().token == 14);
+  CHECK(toy->windows[0].rows.front().pos == 10);
+  CHECK(toy->windows[0].rows.front().token == 15);
   CHECK(d.ahead_hits() == 1);
 }
 
@@ -375,7 +375,7 @@ TEST_CASE("drafting ahead: feature drafts take the ahead steps, then feed the ta
   auto toy = std::make_shared<ToyBackend>();
   DraftModelDrafter d(toy, 2, DraftModelDrafter::Ahead::On);
   for (int p = 0; p < 3; ++p) d.take_feature(p, {float(p), 1.0f});
-  // Entries: token i + 1 with feature i; 5 6 7 has two (6 and 7), the chain then 8 9, ahead 10 .. 13.
+  // Entries: token i + 1 with feature i; 5 6 7 has two (6 and 7), the chain then 8 9, ahead 10 .. 14.
   CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
   for (int p = 2; p < 6; ++p) d.take_feature(p, {float(p), 2.0f});  // the verify window's rows, kept
   toy->windows.clear();
