@@ -859,7 +859,8 @@ struct CudaBackend::Impl {
       STRATA_CUDA_CHECK(cudaEventRecord(chain_event, stream));
       STRATA_CUDA_CHECK(cudaGraphLaunch(ahead_exec, stream));
       const size_t from = size_t(steps) * size_t(S);
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(host + from, kept + from, kept_words * 4 - from * 4, cudaMemcpyDeviceToHost, stream));
+      STRATA_CUDA_CHECK(
+          cudaMemcpyAsync(host + from, kept + from, (kept_words - from) * 4, cudaMemcpyDeviceToHost, stream));
       STRATA_CUDA_CHECK(
           cudaMemcpyAsync(host + kept_words, fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
     }
@@ -876,21 +877,23 @@ struct CudaBackend::Impl {
       for (int i = 0; i < S; ++i) (*out)[size_t(j)][size_t(i)] = read(j, i);
     std::vector<std::pair<SlotId, int32_t>> fed;  // each picking row's slot and position
     for (size_t i : picking) fed.emplace_back(w0.rows[i].slot, w0.rows[i].pos);
-    // Step j + 1's rows ran on step j's picks: those of the first `steps` steps are known now.
-    for (int j = 0; j < std::min(steps, total - 1); ++j)
-      for (int i = 0; i < S; ++i) book.set_token(fed[size_t(i)].first, fed[size_t(i)].second + j + 1, (*out)[size_t(j)][size_t(i)]);
+    // Step j + 1's rows ran on step j's picks (picks[j - first] of each slot).
+    auto set_tokens = [this, fed](int first, int end, const std::vector<std::vector<TokenId>>& picks) {
+      for (int j = first; j < end; ++j)
+        for (size_t i = 0; i < fed.size(); ++i)
+          book.set_token(fed[i].first, fed[i].second + j + 1, picks[size_t(j - first)][i]);
+    };
+    set_tokens(0, std::min(steps, total - 1), *out);  // those of the first `steps` steps are known now
     ++chains_fed;
     if (ahead_exec) {
       // The ahead steps' picks, and the tokens of the rows they fed, once the next call (or take_ahead) waits
       // for them.
-      ahead_pending = [this, steps, total, S, read, fed]() {
+      ahead_pending = [this, steps, total, S, read, set_tokens]() {
         STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
         ahead_picks.assign(size_t(total - steps), std::vector<TokenId>(size_t(S)));
         for (int j = steps; j < total; ++j)
           for (int i = 0; i < S; ++i) ahead_picks[size_t(j - steps)][size_t(i)] = read(j, i);
-        for (int j = steps; j < total - 1; ++j)
-          for (int i = 0; i < S; ++i)
-            book.set_token(fed[size_t(i)].first, fed[size_t(i)].second + j + 1, ahead_picks[size_t(j - steps)][size_t(i)]);
+        set_tokens(steps, total - 1, ahead_picks);
       };
       ahead_ticket = ticket;
       ahead_picks.clear();

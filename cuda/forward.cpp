@@ -133,8 +133,8 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   // chained step's next input): a step is then as many launches as a token model's. Elsewhere fc runs on
   // [embedding; feature] rows and the features are normed into ws.fin before the head.
   const bool feature_model = w.fc.ptr != nullptr;
-  const bool edge_fold = (!feature_model || w.fc_embed) && fold && ctx.skinny_edge_fold && w.embed.type == WType::BF16 &&
-                         H % 16 == 0;
+  const bool edge_fold = (!feature_model || w.fc_embed) && fold && ctx.skinny_edge_fold &&
+                         w.embed.type == WType::BF16 && H % 16 == 0;
   if (feature_model && edge_fold) {
     MatvecFold in = residual(nullptr, w.layers[0].attn_norm);
     in.res_table = w.fc_embed;

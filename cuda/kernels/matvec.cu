@@ -315,7 +315,8 @@ __device__ __forceinline__ void mma_matvec_block(const __nv_bfloat16* __restrict
     if (fold.x_normed_out && by == 0)
       for (int e = threadIdx.x; e < kRows * k; e += KW * 32) {
         const int i = e / k, j = e - i * k;
-        if (r0 + i < rows) fold.x_normed_out[size_t(r0 + i) * k + j] = __fmul_rn(x[src(r0 + i) * k + j], fold_rows[0][i]);
+        if (r0 + i < rows)
+          fold.x_normed_out[size_t(r0 + i) * k + j] = __fmul_rn(x[src(r0 + i) * k + j], fold_rows[0][i]);
       }
   }
   if constexpr (Rope) {

@@ -15,7 +15,8 @@ bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std
   std::shared_ptr<AheadGroup> g = std::move(ahead_);
   ahead_.reset();
   if (!g || slot_ == kNoSlot || dirty_) return false;
-  if (h.size() != ahead_base_.size() + 1 || !std::equal(ahead_base_.begin(), ahead_base_.end(), h.begin())) return false;
+  if (h.size() != ahead_base_.size() + 1 || !std::equal(ahead_base_.begin(), ahead_base_.end(), h.begin()))
+    return false;
   if (!g->taken) {
     g->picks = draft_->take_ahead(g->ticket);
     g->taken = true;

@@ -28,8 +28,9 @@ namespace strata {
 //
 // Drafting ahead (Backend::run_chain_ahead, on by default where the draft backend overlaps_ahead()): each chain
 // of k steps runs k + 2 more on the guess that the target keeps all k drafts and then picks what the draft
-// picks next (up to k + 1 drafts after that), while the target verifies. When the next history is exactly that, its proposal is the ahead
-// steps' picks, with no draft work on that round's path; otherwise they are dropped like any chained rows.
+// picks next (up to k + 1 drafts after that), while the target verifies. When the next history is exactly
+// that, its proposal is the ahead steps' picks, with no draft work on that round's path; otherwise they are
+// dropped like any chained rows.
 class DraftModelDrafter : public Drafter {
  public:
   enum class Ahead { Auto, On, Off };

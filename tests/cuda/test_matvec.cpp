@@ -540,7 +540,8 @@ TEST_CASE("the skinny kernel's residual from a token table and its normed-input 
     const double inv = 1.0 / std::sqrt(sq / n + eps);
     for (int j = 0; j < n; ++j) {
       INFO("row " << r << " element " << j);
-      REQUIRE(got.xo[size_t(r) * n + j] == Approx(norm[size_t(j)] * want.y[size_t(r) * n + j] * inv).epsilon(1e-5).margin(1e-6));
+      const double expect = norm[size_t(j)] * want.y[size_t(r) * n + j] * inv;
+      REQUIRE(got.xo[size_t(r) * n + j] == Approx(expect).epsilon(1e-5).margin(1e-6));
     }
   }
   cudaStreamDestroy(st);
