@@ -23,7 +23,8 @@ bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std
   }
   // Ahead step 0 picked the token after the drafts (what the target added if it kept them all); steps 1 ..
   // are the proposal after it.
-  if (g->picks.size() < 2 || ahead_index_ >= g->picks[0].size() || g->picks[0][ahead_index_] != h.back()) return false;
+  if (g->picks.size() < 2 || ahead_index_ >= g->picks[0].size() || g->picks[0][ahead_index_] != h.back())
+    return false;
   drafts->clear();
   for (size_t j = 1; j < g->picks.size() && drafts->size() < size_t(std::max(max_k, 0)); ++j)
     drafts->push_back(g->picks[j][ahead_index_]);
