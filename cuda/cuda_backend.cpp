@@ -730,7 +730,7 @@ struct CudaBackend::Impl {
 
   // The window's segments but the last run to completion here; the last is left in flight for finish().
   void start(const Window& win) {
-    settle_ahead();
+    quiesce();
     if (in_flight) throw Error("cuda backend: a window was started while another is in flight");
     // The CPU backend's window rules and messages (SlotBook), so the engine treats both backends alike; a valid
     // window becomes the slots' history before the device runs it (commit() may trim it afterwards). A window
@@ -782,7 +782,7 @@ struct CudaBackend::Impl {
   // the first `steps` steps' picks, and settle_ahead() the rest.
   bool chain(const Window& w0, int steps, std::vector<std::vector<TokenId>>* out, int ahead = 0,
              uint64_t ticket = 0) {
-    settle_ahead();
+    quiesce();
     const int total = steps + std::max(ahead, 0);
     if (in_flight || steps < 1 || total < 2 || w0.rows.empty()) return false;
     std::vector<size_t> picking;
@@ -825,7 +825,7 @@ struct CudaBackend::Impl {
       chain_meta_host = cuda::PinnedBuffer(n_later * stride * 4, "chained window metadata");
       chain_meta_dev = cuda::DeviceBuffer(n_later * stride * 4, "chained window metadata");
     }
-    if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4) {
+    if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4 || chain_picks_dev.bytes() < kept_words * 4) {
       fed_graphs.clear();
       chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
       chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
@@ -897,8 +897,92 @@ struct CudaBackend::Impl {
       };
       ahead_ticket = ticket;
       ahead_picks.clear();
+      last_chain = LastChain{ticket, fed, total};
     }
     return true;
+  }
+
+  // extend_ahead: `more` steps after the last chain's, in one graph fed from its last picks (still in
+  // ws.picks, and its features in ws.fin: nothing has run here since), left running like ahead steps.
+  bool extend(uint64_t ticket, int more, uint64_t next) {
+    settle_ahead();
+    if (ticket == 0 || ticket != last_chain.ticket || more < 1 || in_flight) return false;
+    const int S = int(last_chain.fed.size()), total = last_chain.total;
+    for (const auto& [slot, pos] : last_chain.fed) {
+      if (!book.is_open(slot) || book.committed(slot) != pos + total) return false;  // cut or refilled since
+      if (pos + total + more - 1 >= opts.max_context) return false;
+    }
+    // Step j feeds each slot the previous step's pick at position pos + total + j.
+    Window all;
+    std::vector<cuda::WindowMeta> metas;
+    size_t stride = 0;
+    for (int j = 0; j < more; ++j) {
+      Window wj;
+      for (const auto& [slot, pos] : last_chain.fed) wj.rows.push_back(Row{slot, 0, pos + total + j, true});
+      metas.push_back(meta_for(wj, 0, S));
+      stride = std::max(stride, metas.back().words.size());
+      all.rows.insert(all.rows.end(), wj.rows.begin(), wj.rows.end());
+    }
+    stride = (stride + 63) / 64 * 64;
+    const size_t kept_words = size_t(more) * size_t(S);
+    if (chain_meta_host.bytes() < size_t(more) * stride * 4) {
+      fed_graphs.clear();
+      chain_meta_host = cuda::PinnedBuffer(size_t(more) * stride * 4, "chained window metadata");
+      chain_meta_dev = cuda::DeviceBuffer(size_t(more) * stride * 4, "chained window metadata");
+    }
+    if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4 || chain_picks_dev.bytes() < kept_words * 4) {
+      fed_graphs.clear();
+      chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
+      chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
+    }
+    cudaGraphExec_t exec = fed_chain_for(metas, stride, S);
+    if (!exec) return false;
+    book.accept(all);  // tokens set once known
+    for (int j = 0; j < more; ++j)
+      std::copy(metas[size_t(j)].words.begin(), metas[size_t(j)].words.end(),
+                chain_meta_host.get<int32_t>() + size_t(j) * stride);
+    upload_tables(all);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(chain_meta_dev.get(), chain_meta_host.get(), size_t(more) * stride * 4,
+                                      cudaMemcpyHostToDevice, stream));
+    STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    // kept[j] is what step j fed (kept[0] the last chain's last picks), then ws.picks is the last step's.
+    int32_t* host = chain_picks_host.get<int32_t>();
+    STRATA_CUDA_CHECK(
+        cudaMemcpyAsync(host, chain_picks_dev.get(), kept_words * 4, cudaMemcpyDeviceToHost, stream));
+    STRATA_CUDA_CHECK(
+        cudaMemcpyAsync(host + kept_words, fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+    const int V = cfg.vocab_size;
+    ahead_pending = [this, host, more, S, V, fed = last_chain.fed, total]() {
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::vector<std::vector<TokenId>> at(size_t(more) + 1, std::vector<TokenId>(size_t(S)));
+      for (int j = 0; j <= more; ++j)
+        for (int i = 0; i < S; ++i) {
+          const int32_t t = host[size_t(j) * size_t(S) + size_t(i)];
+          if (t < 0 || t >= V)
+            throw Error("cuda backend: extended step " + std::to_string(j) + " picked token " + std::to_string(t));
+          at[size_t(j)][size_t(i)] = TokenId(t);
+          if (j < more) book.set_token(fed[size_t(i)].first, fed[size_t(i)].second + total + j, TokenId(t));
+        }
+      ahead_picks.assign(at.begin() + 1, at.end());
+    };
+    ahead_ticket = next;
+    ahead_picks.clear();
+    last_chain.ticket = next;
+    last_chain.total = total + more;
+    ++chains_fed;
+    return true;
+  }
+  // The last ahead chain (chain(), extend()), while nothing else has run here since: what extend() continues.
+  struct LastChain {
+    uint64_t ticket = 0;
+    std::vector<std::pair<SlotId, int32_t>> fed;  // each picking row's slot and position in its first window
+    int total = 0;                                // steps run so far, the first window's included
+  };
+  LastChain last_chain;
+  // settle_ahead(), and the last chain is no longer the last thing run here.
+  void quiesce() {
+    settle_ahead();
+    last_chain = LastChain{};
   }
   // The ahead steps of the last chain (run_chain_ahead), until settled; their picks after, under ahead_ticket.
   cudaEvent_t chain_event = nullptr;
@@ -954,11 +1038,11 @@ SlotId CudaBackend::open_slot() {
 
 // Each call that touches the slots waits for a chain's ahead steps first (run_chain_ahead).
 void CudaBackend::reset_slot(SlotId s) {
-  impl_->settle_ahead();
+  impl_->quiesce();
   impl_->book.reset(s);
 }
 void CudaBackend::close_slot(SlotId s) {
-  impl_->settle_ahead();
+  impl_->quiesce();
   impl_->book.close(s);
 }
 void CudaBackend::set_sampling(SlotId s, const SamplingParams& p) {
@@ -980,10 +1064,19 @@ std::vector<std::vector<TokenId>> CudaBackend::run_chain_ahead(const Window& win
   std::vector<std::vector<TokenId>> picks;
   const uint64_t t = new_ahead_ticket();
   if (ahead > 0 && impl_->chain(window, steps, &picks, ahead, t)) {
+    end_default_chain();
     *ticket = t;
     return picks;
   }
   return Backend::run_chain_ahead(window, steps, ahead, ticket);
+}
+bool CudaBackend::extend_ahead(uint64_t ticket, int more, uint64_t* next) {
+  const uint64_t t = new_ahead_ticket();
+  if (impl_->extend(ticket, more, t)) {
+    *next = t;
+    return true;
+  }
+  return Backend::extend_ahead(ticket, more, next);
 }
 std::vector<std::vector<TokenId>> CudaBackend::take_ahead(uint64_t ticket) {
   impl_->settle_ahead();
@@ -997,12 +1090,12 @@ bool CudaBackend::overlaps_ahead() const { return true; }
 void CudaBackend::start_window(const Window& window) { impl_->start(window); }
 std::vector<RowResult> CudaBackend::finish_window() { return impl_->finish(); }
 void CudaBackend::commit(SlotId s, int n_keep) {
-  impl_->settle_ahead();
+  impl_->quiesce();
   impl_->book.commit(s, n_keep);
 }
 // Positions past the cut stay in the arena until later windows overwrite them; nothing reads them first.
 int CudaBackend::truncate(SlotId s, int n_keep) {
-  impl_->settle_ahead();
+  impl_->quiesce();
   return impl_->book.truncate(s, n_keep);
 }
 
@@ -1013,6 +1106,8 @@ void CudaBackend::release() {
   impl_->in_flight.reset();
   impl_->ahead_pending = nullptr;  // its rows' tokens stay unknown: the slots are reset after a release
   impl_->ahead_ticket = 0;
+  impl_->last_chain = Impl::LastChain{};
+  end_default_chain();
   impl_->book.forget_last_window();
 }
 

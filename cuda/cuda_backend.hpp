@@ -152,6 +152,8 @@ class CudaBackend : public Backend {
   std::vector<std::vector<TokenId>> run_chain_ahead(const Window& window, int steps, int ahead,
                                                     uint64_t* ticket) override;
   std::vector<std::vector<TokenId>> take_ahead(uint64_t ticket) override;
+  // Continues the last chain on the device from its last picks and features, as a graph of its own.
+  bool extend_ahead(uint64_t ticket, int more, uint64_t* next) override;
   bool overlaps_ahead() const override;
   void commit(SlotId slot, int n_keep) override;
   int truncate(SlotId slot, int n_keep) override;

@@ -121,25 +121,8 @@ class Backend {
   // only the rows after the first window's). The default runs the steps as windows; a device backend may
   // feed the picks on the device.
   virtual std::vector<std::vector<TokenId>> run_chain(const Window& window, int steps) {
-    std::vector<std::vector<TokenId>> picks;
-    Window w = window;
-    // A feature-reading model's next row reads the feature of the row that picked its token.
-    const bool features = !window.features.empty();
-    for (int step = 0; step < steps; ++step) {
-      if (features)
-        for (Row& r : w.rows) r.want_feature = r.want_pick;
-      std::vector<RowResult> r = run_window(w);
-      Window next;
-      picks.emplace_back();
-      for (size_t i = 0; i < w.rows.size() && i < r.size(); ++i) {
-        if (!w.rows[i].want_pick) continue;
-        picks.back().push_back(r[i].pick);
-        next.rows.push_back(Row{w.rows[i].slot, r[i].pick, w.rows[i].pos + 1, true});
-        if (features) next.features.insert(next.features.end(), r[i].feature.begin(), r[i].feature.end());
-      }
-      w = std::move(next);
-    }
-    return picks;
+    Window next;
+    return chain_windows(window, steps, &next);
   }
 
   // run_chain with `ahead` more steps after the `steps` whose picks it returns, fed the same way: the draft
@@ -151,16 +134,29 @@ class Backend {
   // any chained step's (truncate() drops them).
   virtual std::vector<std::vector<TokenId>> run_chain_ahead(const Window& window, int steps, int ahead,
                                                             uint64_t* ticket) {
-    std::vector<std::vector<TokenId>> picks = run_chain(window, steps + (ahead > 0 ? ahead : 0));
+    std::vector<std::vector<TokenId>> picks = chain_windows(window, steps + (ahead > 0 ? ahead : 0), &ahead_next_);
     ahead_picks_.assign(picks.begin() + std::min<size_t>(picks.size(), size_t(steps)), picks.end());
     picks.resize(std::min<size_t>(picks.size(), size_t(steps)));
-    *ticket = default_ticket_ = new_ahead_ticket();
+    *ticket = default_ticket_ = chain_ticket_ = new_ahead_ticket();
     return picks;
   }
   virtual std::vector<std::vector<TokenId>> take_ahead(uint64_t ticket) {
     if (ticket == 0 || ticket != default_ticket_) return {};
     default_ticket_ = 0;  // taken once
     return std::move(ahead_picks_);
+  }
+  // Goes on with the chain whose ahead steps `ticket` named (taken or not): `more` steps fed the same way from
+  // its last picks, run like ahead steps, *next naming their picks for take_ahead() ([more][picking rows]).
+  // The draft model's proposal after one answered from ahead steps. False, with nothing run, when that chain
+  // is not the last one this backend ran, or it cannot go on (context or window limits); the caller must not
+  // have cut or refilled the chain's slots since.
+  virtual bool extend_ahead(uint64_t ticket, int more, uint64_t* next) {
+    if (ticket == 0 || ticket != chain_ticket_ || more < 1 || ahead_next_.rows.empty()) return false;
+    Window w = std::move(ahead_next_);
+    ahead_next_ = Window{};
+    ahead_picks_ = chain_windows(w, more, &ahead_next_);
+    *next = default_ticket_ = chain_ticket_ = new_ahead_ticket();
+    return true;
   }
   virtual bool overlaps_ahead() const { return false; }
 
@@ -183,12 +179,42 @@ class Backend {
  protected:
   // A fresh run_chain_ahead ticket (never 0), unique among this backend's.
   uint64_t new_ahead_ticket() { return ++ahead_ticket_; }
+  // A backend whose own chain ran after a default one: the default's chain is no longer the last.
+  void end_default_chain() {
+    chain_ticket_ = 0;
+    ahead_next_ = Window{};
+  }
+  // The default run_chain: `steps` windows of run_window(), each after the first fed the previous one's
+  // picks; *next is the window that would come after the last (its picks at the next positions).
+  std::vector<std::vector<TokenId>> chain_windows(Window w, int steps, Window* next) {
+    std::vector<std::vector<TokenId>> picks;
+    // A feature-reading model's next row reads the feature of the row that picked its token.
+    const bool features = !w.features.empty();
+    for (int step = 0; step < steps; ++step) {
+      if (features)
+        for (Row& r : w.rows) r.want_feature = r.want_pick;
+      std::vector<RowResult> r = run_window(w);
+      Window after;
+      picks.emplace_back();
+      for (size_t i = 0; i < w.rows.size() && i < r.size(); ++i) {
+        if (!w.rows[i].want_pick) continue;
+        picks.back().push_back(r[i].pick);
+        after.rows.push_back(Row{w.rows[i].slot, r[i].pick, w.rows[i].pos + 1, true});
+        if (features) after.features.insert(after.features.end(), r[i].feature.begin(), r[i].feature.end());
+      }
+      w = std::move(after);
+    }
+    *next = std::move(w);
+    return picks;
+  }
 
  private:
   Window started_;  // the default start_window()'s window, until finish_window()
   uint64_t ahead_ticket_ = 0;    // the last ticket handed out
   uint64_t default_ticket_ = 0;  // the default run_chain_ahead()'s ticket whose picks ahead_picks_ holds
   std::vector<std::vector<TokenId>> ahead_picks_;
+  uint64_t chain_ticket_ = 0;  // the default's last chain (run_chain_ahead, extend_ahead), and its next window
+  Window ahead_next_;
 };
 
 }  // namespace strata

@@ -164,6 +164,29 @@ TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and histor
       for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, penalized);
       const auto a_got = next(a, b, both), a_want = next(ra, rb, want);
       for (int i = 0; i < 2; ++i) CHECK(same_bits(a_got[size_t(i)].logits, a_want[size_t(i)].logits));
+      // The same 8 steps as 3, 2 ahead and 3 more (extend_ahead, on the device from the last picks): the same
+      // picks and KV cells. A chain whose slots were touched since, or not the last, does not go on.
+      for (SlotId s : {a, b}) be.reset_slot(s);
+      for (SlotId s : {a, b}) be.set_sampling(s, SamplingParams{0.0f});
+      uint64_t t0 = 0, t_ext = 0, t_none = 0;
+      std::vector<std::vector<TokenId>> ext = be.run_chain_ahead(first_window(a, b), 3, 2, &t0);
+      const auto ahead2 = be.take_ahead(t0);
+      REQUIRE(be.extend_ahead(t0, 3, &t_ext));
+      CHECK(be.chains_on_device() == 5);  // run_chain_ahead's and extend_ahead's
+      CHECK(!be.extend_ahead(t0, 1, &t_none));  // not the last any more
+      const auto more3 = be.take_ahead(t_ext);
+      REQUIRE(ahead2.size() == 2);
+      REQUIRE(more3.size() == 3);
+      ext.insert(ext.end(), ahead2.begin(), ahead2.end());
+      ext.insert(ext.end(), more3.begin(), more3.end());
+      CHECK(ext == want);
+      for (SlotId s : {ra, rb}) be.reset_slot(s);
+      for (SlotId s : {ra, rb}) be.set_sampling(s, SamplingParams{0.0f});
+      CHECK(be.Backend::run_chain(first_window(ra, rb), steps) == want);
+      for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, penalized);
+      const auto e_got = next(a, b, ext), e_want = next(ra, rb, want);
+      for (int i = 0; i < 2; ++i) CHECK(same_bits(e_got[size_t(i)].logits, e_want[size_t(i)].logits));
+      CHECK(!be.extend_ahead(t_ext, 2, &t_none));  // a window ran since
       // A later chain's ticket replaces the earlier one's, whose ahead picks are gone.
       for (SlotId s : {a, b}) be.reset_slot(s);
       for (SlotId s : {a, b}) be.set_sampling(s, SamplingParams{0.0f});
