@@ -682,6 +682,23 @@ struct Engine::Impl {
     }
   }
 
+  // Drafter::while_verifying for the requests whose drafts the started window verifies. A drafter that throws
+  // is dropped as in propose_drafts; its drafts are in the window already and are verified as usual.
+  void draft_while_verifying(Incarnation& inc, const std::vector<SlotState*>& members) {
+    for (SlotState* s : members) {
+      if (!s->drafter || s->drafts.empty()) continue;
+      in_call = {s};
+      try {
+        guarded(inc, call("draft"), [&] { s->drafter->while_verifying(); });
+      } catch (const BackendFailure& e) {
+        spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s->req->id,
+                     s->drafter->name(), e.what);
+        s->drafter.reset();
+      }
+    }
+    in_call = members;
+  }
+
   // Requests with nothing left to compute and no pick to make (max_tokens == 0 once the prompt is in).
   void finish_exhausted(Incarnation& inc) {
     std::vector<SlotState*> done;
@@ -855,6 +872,7 @@ struct Engine::Impl {
       try {
         const CallInfo what = describe(plan);
         guarded(inc, what, [&] { inc.backend->start_window(plan.window); });
+        draft_while_verifying(inc, plan.members);
         flush_text();  // the previous window's text, while this one runs
         results = guarded(inc, what, [&] { return inc.backend->finish_window(); });
         break;

@@ -4,45 +4,115 @@
 
 namespace strata {
 
-DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim, Ahead ahead)
+DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim, Ahead ahead, int critical)
     : draft_(std::move(draft)), feature_dim_(feature_dim), shift_(feature_dim > 0 ? 1 : 0) {
   if (!draft_) throw Error("draft-model drafter: no draft backend");
   if (feature_dim < 0) throw Error("draft-model drafter: feature_dim must not be negative");
+  if (critical < 0) throw Error("draft-model drafter: critical steps must not be negative");
   ahead_on_ = ahead == Ahead::On || (ahead == Ahead::Auto && draft_->overlaps_ahead());
+  critical_ = ahead_on_ ? critical : 0;
 }
 
 bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std::vector<TokenId>* drafts) {
-  std::shared_ptr<AheadGroup> g = std::move(ahead_);
-  ahead_.reset();
-  if (!g || slot_ == kNoSlot || dirty_) return false;
-  if (h.size() != ahead_base_.size() + 1 || !std::equal(ahead_base_.begin(), ahead_base_.end(), h.begin()))
+  cancel_extension();  // planned for the last verify window, and not run then
+  if (!ahead_) return false;
+  if (slot_ == kNoSlot || dirty_) {
+    drop_ahead();
     return false;
-  if (!g->taken) {
-    g->picks = draft_->take_ahead(g->ticket);
-    g->taken = true;
   }
-  // Ahead step 0 picked the token after the drafts (what the target added if it kept them all); steps 1 ..
-  // are the proposal after it.
-  if (g->picks.size() < 2 || ahead_index_ >= g->picks[0].size() || g->picks[0][ahead_index_] != h.back())
+  if (!ahead_appended_) {
+    AheadGroup& g = *ahead_;
+    if (!g.taken) {
+      g.picks = draft_->take_ahead(g.ticket);
+      g.taken = true;
+    }
+    // Picks replaced by a later chain are unknown: the slot still holds their rows (held_ counts them), and a
+    // history that agrees with them is fed again.
+    if (g.picks.size() != g.steps) {
+      drop_ahead();
+      return false;
+    }
+    for (const std::vector<TokenId>& step : g.picks) {
+      if (ahead_index_ >= step.size()) {
+        drop_ahead();
+        return false;
+      }
+      stream_.push_back(step[ahead_index_]);
+    }
+    ahead_appended_ = true;
+    // The slot holds the entries of the stream's base and of every stream token but the last: a token draft
+    // keeps them for the next history to agree with (a feature draft only those the target's features fed).
+    if (shift_ == 0 && !stream_.empty()) {
+      cached_ = ahead_base_;
+      cached_.insert(cached_.end(), stream_.begin(), stream_.end() - 1);
+    }
+  }
+  const bool guessed = max_k > 0 && stream_.size() >= 2 && h.size() == ahead_base_.size() + 1 &&
+                       std::equal(ahead_base_.begin(), ahead_base_.end(), h.begin()) && h.back() == stream_[0];
+  if (!guessed) {
+    drop_ahead();
     return false;
-  drafts->clear();
-  for (size_t j = 1; j < g->picks.size() && drafts->size() < size_t(std::max(max_k, 0)); ++j)
-    drafts->push_back(g->picks[j][ahead_index_]);
-  if (drafts->empty()) return false;
-  // The slot holds the history's entries and the ahead steps' chained ones, as after a proposal of
-  // picks.size() - 1 drafts: a token draft keeps them all for the next history to agree with, a feature draft
-  // only those the target's features fed (cached_ as it was).
-  const size_t chained = g->picks.size() - 2;
-  if (shift_ == 0) {
-    cached_.assign(h.begin(), h.end());
-    for (size_t j = 1; j <= chained; ++j) cached_.push_back(g->picks[j][ahead_index_]);
   }
-  held_ = entries(h) + chained;
+  const size_t m = std::min(stream_.size() - 1, size_t(max_k));
+  drafts->assign(stream_.begin() + 1, stream_.begin() + 1 + static_cast<long>(m));
+  // What the stream guesses next: the target keeps these drafts, then picks its next token.
+  ahead_base_ = h;
+  ahead_base_.insert(ahead_base_.end(), drafts->begin(), drafts->end());
+  stream_.erase(stream_.begin(), stream_.begin() + static_cast<long>(m + 1));
   ++ahead_hits_;
   return true;
 }
 
+void DraftModelDrafter::plan_extension(const std::vector<DraftJob*>& hits) {
+  // A stream goes on from its chain's last picks, so every job of that chain must go on with it: each
+  // chain whose holders all hit goes on by the steps the longest next proposal may need (the guess, then one
+  // draft more than asked now, as a chain drafts).
+  for (DraftJob* j : hits) {
+    const std::shared_ptr<AheadGroup> g = static_cast<DraftModelDrafter*>(j->drafter)->ahead_;
+    if (!g || !g->waiting.empty()) continue;
+    std::vector<DraftModelDrafter*> mine;
+    int more = 0;
+    for (DraftJob* k : hits) {
+      auto* d = static_cast<DraftModelDrafter*>(k->drafter);
+      if (d->ahead_ != g) continue;
+      mine.push_back(d);
+      more = std::max(more, k->max_k + 2 - static_cast<int>(d->stream_.size()));
+    }
+    if (int(mine.size()) != g->holders || more < 1) continue;
+    g->more = more;
+    g->waiting = std::move(mine);
+  }
+}
+
+void DraftModelDrafter::while_verifying() {
+  if (!ahead_ || ahead_->more < 1) return;
+  const std::shared_ptr<AheadGroup> g = ahead_;
+  const int more = g->more;
+  const std::vector<DraftModelDrafter*> mine = std::move(g->waiting);
+  g->more = 0;
+  g->waiting.clear();
+  uint64_t ticket = 0;
+  if (!draft_->extend_ahead(g->ticket, more, &ticket)) return;
+  auto next = std::make_shared<AheadGroup>();
+  next->ticket = ticket;
+  next->steps = size_t(more);
+  next->holders = g->holders;
+  for (DraftModelDrafter* d : mine) {
+    d->ahead_ = next;
+    d->ahead_appended_ = false;
+    d->held_ += size_t(more);  // the stream's last token and the next `more` - 1 picks
+  }
+  ++ahead_extends_;
+}
+
+void DraftModelDrafter::cancel_extension() {
+  if (!ahead_ || ahead_->more < 1) return;
+  ahead_->more = 0;
+  ahead_->waiting.clear();
+}
+
 DraftModelDrafter::~DraftModelDrafter() {
+  cancel_extension();  // it would feed this slot too
   if (slot_ == kNoSlot) return;
   try {
     draft_->close_slot(slot_);
@@ -136,16 +206,25 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     size_t from;  // the first entry to feed
   };
   std::vector<Live> live;
+  std::vector<DraftJob*> hits;
   for (DraftJob& j : jobs) {
     j.drafts.clear();
     auto* d = static_cast<DraftModelDrafter*>(j.drafter);  // same batch key: a drafter on this backend
     const std::vector<TokenId>& h = *j.history;
     if (j.max_k <= 0 || h.size() <= d->shift_) continue;
-    if (d->take_ahead(h, j.max_k, &j.drafts)) continue;
+    if (d->take_ahead(h, j.max_k, &j.drafts)) {
+      hits.push_back(&j);
+      continue;
+    }
     if (!d->prepare(h)) continue;
     live.push_back(Live{d, &j, d->cached_.size()});
   }
-  if (live.empty()) return;
+  // The streams go on while the target verifies (while_verifying); a chain run after them (jobs that missed)
+  // would wait for their steps first, so they go on only when no job needs one.
+  if (live.empty()) {
+    if (!hits.empty()) plan_extension(hits);
+    return;
+  }
   const size_t max_rows = static_cast<size_t>(std::max(1, draft_->info().max_window_rows));
   // A long catch-up (a new prompt) runs ahead in windows of its own, keeping all of its rows, until what is
   // left fits a fair share of a window.
@@ -182,10 +261,14 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       w0.rows.back().want_pick = true;
       steps = std::max(steps, live[g].job->max_k);
     }
-    // Drafting ahead: the guess of the target's next pick, then steps + 1 drafts after it (a proposal kept
-    // whole makes the engine's adaptive k ask for one more next time), so a proposal kept whole has the next
-    // one ready.
-    const int ahead = ahead_on_ ? steps + 2 : 0;
+    // A round that waits for its drafts drafts at most critical_ of them; the stream after them still
+    // covers the engine's k.
+    const int asked = steps;
+    if (critical_ > 0) steps = std::min(steps, critical_);
+    // Drafting ahead: the guess of the target's next pick, then one draft more than asked after it (a
+    // proposal kept whole makes the engine's adaptive k ask for one more next time), so a proposal kept whole
+    // has the next one ready.
+    const int ahead = ahead_on_ ? asked + 2 : 0;
     uint64_t ticket = 0;
     const std::vector<std::vector<TokenId>> picks =
         ahead > 0 ? draft_->run_chain_ahead(w0, steps, ahead, &ticket) : draft_->run_chain(w0, steps);
@@ -194,6 +277,7 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     if (ahead > 0) {
       group = std::make_shared<AheadGroup>();
       group->ticket = ticket;
+      group->steps = size_t(ahead);
       ++ahead_runs_;
     }
     if (picks.size() != size_t(steps))
@@ -214,8 +298,10 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       d.held_ = d.entries(h) + static_cast<size_t>(steps) - 1 + static_cast<size_t>(ahead);
       d.drop_features_before(d.entries(h));
       // A job with fewer drafts than the chain's steps would need other ahead steps than these.
-      if (group && l.job->max_k == steps) {
+      d.drop_ahead();
+      if (group && std::min(l.job->max_k, steps) == steps) {
         d.ahead_ = group;
+        ++group->holders;
         d.ahead_index_ = i;
         d.ahead_base_ = h;
         d.ahead_base_.insert(d.ahead_base_.end(), l.job->drafts.begin(), l.job->drafts.end());

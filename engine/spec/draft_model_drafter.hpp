@@ -28,13 +28,20 @@ namespace strata {
 //
 // Drafting ahead (Backend::run_chain_ahead, on by default where the draft backend overlaps_ahead()): each chain
 // of k steps runs k + 2 more on the guess that the target keeps all k drafts and then picks what the draft
-// picks next (up to k + 1 drafts after that), while the target verifies. When the next history is exactly
-// that, its proposal is the ahead steps' picks, with no draft work on that round's path; otherwise they are
-// dropped like any chained rows.
+// picks next (up to k + 1 drafts after that), while the target verifies. Those picks are the start of a
+// stream, the draft's greedy continuation past the proposal. When the next history is the proposal, then the
+// stream's first token, the next proposal is the stream's next tokens, with no draft work on that round's
+// path, and the stream goes on (Backend::extend_ahead, from while_verifying()) while the target verifies it.
+// Any other history drops the stream and its rows are cut like any chained rows.
+//
+// critical > 0 (drafting ahead only) caps the steps a round drafts when it must wait for them: such a round
+// proposes at most that many drafts, the cheaper round on the path, and its stream still drafts as many as
+// the engine asks for.
 class DraftModelDrafter : public Drafter {
  public:
   enum class Ahead { Auto, On, Off };
-  explicit DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim = 0, Ahead ahead = Ahead::Auto);
+  explicit DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim = 0, Ahead ahead = Ahead::Auto,
+                             int critical = 0);
   ~DraftModelDrafter() override;
   DraftModelDrafter(const DraftModelDrafter&) = delete;
   DraftModelDrafter& operator=(const DraftModelDrafter&) = delete;
@@ -47,6 +54,8 @@ class DraftModelDrafter : public Drafter {
   // the backend's window size allows). propose() is this with one job.
   const void* batch_key() const override { return draft_.get(); }
   void propose_together(std::vector<DraftJob>& jobs) override;
+  // Goes on with the stream a proposal came from (Backend::extend_ahead), while the target verifies it.
+  void while_verifying() override;
   int feature_dim() const override { return feature_dim_; }
   void take_feature(int32_t pos, std::vector<float>&& feature) override;
 
@@ -54,9 +63,10 @@ class DraftModelDrafter : public Drafter {
   // read as zeros): a request that does not draft for a long stretch (a full batch) holds no more.
   static constexpr size_t kMaxHeldFeatureValues = size_t(1) << 24;
 
-  // Proposals answered from ahead steps, and ahead chains run (tests, logs).
+  // Proposals answered from the stream, ahead chains run, and streams extended (tests, logs).
   int ahead_hits() const { return ahead_hits_; }
   int ahead_runs() const { return ahead_runs_; }
+  int ahead_extends() const { return ahead_extends_; }
 
  private:
   // Opens the slot on first use and cuts it back to where it agrees with the history; false when the draft
@@ -69,23 +79,39 @@ class DraftModelDrafter : public Drafter {
   // Forgets held features of entries before `pos`.
   void drop_features_before(size_t pos);
 
-  // One run_chain_ahead's ahead steps, shared by the drafters of its jobs: the first to need them takes them.
+  // One run_chain_ahead's (or extend_ahead's) steps, shared by the drafters of its jobs: the first to need
+  // them takes them.
   struct AheadGroup {
     uint64_t ticket = 0;
+    size_t steps = 0;  // the picks it should give
+    int holders = 0;   // drafters it continues the stream of (extend_ahead feeds all of them)
     bool taken = false;
+    int more = 0;                              // steps to go on by in while_verifying(), when all hit
+    std::vector<DraftModelDrafter*> waiting;  // its holders, then
     std::vector<std::vector<TokenId>> picks;  // [ahead step][job]
   };
-  // The proposal for `history` from this drafter's ahead steps, when history is what they guessed (moved out:
-  // either way they are used once). False: no such proposal.
+  // The proposal for `history` from the stream, when history is what it guessed. False: no such proposal,
+  // and the stream is dropped.
   bool take_ahead(const std::vector<TokenId>& history, int max_k, std::vector<TokenId>* drafts);
+  void drop_ahead() {
+    ahead_.reset();
+    stream_.clear();
+    ahead_appended_ = false;
+  }
+  // Plans the streams of the jobs that took their proposals from them to go on (in while_verifying()).
+  void plan_extension(const std::vector<DraftJob*>& hits);
+  void cancel_extension();
 
   std::shared_ptr<Backend> draft_;
   int feature_dim_ = 0;
   bool ahead_on_ = false;
-  std::shared_ptr<AheadGroup> ahead_;  // this drafter's last ahead steps, if any
-  size_t ahead_index_ = 0;             // its job's index among their picks
-  std::vector<TokenId> ahead_base_;    // the history they assume, before their first pick
-  int ahead_hits_ = 0, ahead_runs_ = 0;
+  int critical_ = 0;
+  std::shared_ptr<AheadGroup> ahead_;  // the steps whose picks follow stream_, if any
+  bool ahead_appended_ = false;        // their picks are in stream_ already
+  size_t ahead_index_ = 0;             // this job's index among their picks
+  std::vector<TokenId> ahead_base_;    // the history the stream follows
+  std::vector<TokenId> stream_;        // its known tokens: the guess of the target's next pick first
+  int ahead_hits_ = 0, ahead_runs_ = 0, ahead_extends_ = 0;
   size_t shift_ = 0;             // 1 for a feature draft: entry i holds history token i + 1
   SlotId slot_ = kNoSlot;
   std::vector<TokenId> cached_;  // the tokens of the entries the slot holds that a later history may keep

@@ -33,6 +33,10 @@ class Drafter {
   virtual void propose_together(std::vector<DraftJob>& jobs) {
     for (DraftJob& j : jobs) j.drafts = j.drafter->propose(*j.history, j.max_k);
   }
+  // Called once the target's window that verifies this drafter's proposal has started, before its results
+  // are waited for: work toward the next proposal that can overlap the verification (the draft model's
+  // stream). It may throw like propose(); the default does nothing.
+  virtual void while_verifying() {}
   // A drafter that reads the target's features (the final-normed hidden state its LM head reads) says how wide
   // they are; the engine then asks the target for the feature of every row it runs for this request and hands
   // over each kept row's through take_feature(), in position order, before the next propose(). 0 (the

@@ -261,8 +261,11 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   DraftModelDrafter::Ahead ahead = DraftModelDrafter::Ahead::Auto;
   if (const char* e = std::getenv("STRATA_DRAFT_AHEAD"); e && *e)
     ahead = std::atoi(e) != 0 ? DraftModelDrafter::Ahead::On : DraftModelDrafter::Ahead::Off;
-  config.engine.speculation.drafter_factory = [backend, feature_dim, ahead]() -> std::unique_ptr<Drafter> {
-    return std::make_unique<DraftModelDrafter>(backend, feature_dim, ahead);
+  // STRATA_DRAFT_CRITICAL=N: while drafting ahead, a round that waits for its drafts drafts at most N.
+  int critical = 0;
+  if (const char* e = std::getenv("STRATA_DRAFT_CRITICAL"); e && *e) critical = std::max(0, std::atoi(e));
+  config.engine.speculation.drafter_factory = [backend, feature_dim, ahead, critical]() -> std::unique_ptr<Drafter> {
+    return std::make_unique<DraftModelDrafter>(backend, feature_dim, ahead, critical);
   };
   const int max_batch = config.engine.speculation.max_batch;
   const bool ahead_on = ahead == DraftModelDrafter::Ahead::On ||

@@ -3,6 +3,7 @@
 // a garbage drafter, a throwing drafter and a draft model is token for token the output without speculation.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <atomic>
 #include <map>
 
@@ -173,17 +174,19 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
   using Ahead = DraftModelDrafter::Ahead;
   for (bool features : {false, true}) {
     for (Sampling s : {Sampling::Greedy, Sampling::Seeded})
-    for (Ahead ahead : {Ahead::Off, Ahead::On}) {
-      DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ") << name(s)
-                      << (ahead == Ahead::On ? ", drafting ahead" : "")) {
+    for (int mode : {0, 1, 2}) {  // no drafting ahead; drafting ahead; and with at most 1 draft on the path
+      const Ahead ahead = mode == 0 ? Ahead::Off : Ahead::On;
+      const int critical = mode == 2 ? 1 : 0;
+      DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ")
+                      << name(s) << (mode == 1 ? ", drafting ahead" : mode == 2 ? ", drafting ahead, critical 1" : "")) {
         Rig plain("qwen3", with(SpeculationMode::Off, 1));
         auto expect = run_alone(plain, s, 5);
         const Model& dm = features ? *feature_draft : fixture("llama");
         const int dim = features ? dm.config.hidden_size : 0;
         auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(dm, backend_opts()));
         EngineOptions o = with(SpeculationMode::Draft, 3);
-        o.speculation.drafter_factory = [draft, dim, ahead] {
-          return std::make_unique<DraftModelDrafter>(draft, dim, ahead);
+        o.speculation.drafter_factory = [draft, dim, ahead, critical] {
+          return std::make_unique<DraftModelDrafter>(draft, dim, ahead, critical);
         };
         Rig spec("qwen3", o);
         CHECK(run_alone(spec, s, 5) == expect);
@@ -248,41 +251,46 @@ TEST_CASE("CPU: a draft model identical to the greedy target has every draft acc
 }
 
 namespace {
-// A draft-model drafter that adds its ahead hits and runs to shared counters when its request ends.
+// A draft-model drafter that adds its ahead hits, runs and extensions to shared counters when its request ends.
 struct CountingDrafter : DraftModelDrafter {
-  CountingDrafter(std::shared_ptr<Backend> b, int dim, Ahead a, std::shared_ptr<std::atomic<int>> hits,
-                  std::shared_ptr<std::atomic<int>> runs)
-      : DraftModelDrafter(std::move(b), dim, a), hits_(std::move(hits)), runs_(std::move(runs)) {}
+  CountingDrafter(std::shared_ptr<Backend> b, int dim, Ahead a, std::shared_ptr<std::array<std::atomic<int>, 3>> n)
+      : DraftModelDrafter(std::move(b), dim, a), n_(std::move(n)) {}
   ~CountingDrafter() override {
-    *hits_ += ahead_hits();
-    *runs_ += ahead_runs();
+    (*n_)[0] += ahead_hits();
+    (*n_)[1] += ahead_runs();
+    (*n_)[2] += ahead_extends();
   }
-  std::shared_ptr<std::atomic<int>> hits_, runs_;
+  std::shared_ptr<std::array<std::atomic<int>, 3>> n_;
 };
 }  // namespace
 
 TEST_CASE("CPU: drafting ahead with a draft identical to the target answers proposals from the ahead steps",
           "[engine][cpu][spec]") {
-  // Every proposal is kept whole and the draft's next pick is the target's: each chain's ahead steps are the
-  // next proposal, so about every other proposal needs no draft work, and every draft is still accepted.
+  // Every proposal is kept whole and the draft's next pick is the target's: after a request's first chain
+  // every proposal comes from its stream (Backend::extend_ahead carries it on), and every draft is accepted.
   using Ahead = DraftModelDrafter::Ahead;
   Rig plain("qwen3", with(SpeculationMode::Off, 1));
   for (Sampling s : {Sampling::Greedy, Sampling::Seeded}) {
     DYNAMIC_SECTION(name(s)) {
       auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(fixture("qwen3"), backend_opts()));
-      auto hits = std::make_shared<std::atomic<int>>(0), runs = std::make_shared<std::atomic<int>>(0);
+      auto n = std::make_shared<std::array<std::atomic<int>, 3>>();
+      for (auto& c : *n) c = 0;
       EngineOptions o = with(SpeculationMode::Draft, 4);
-      o.speculation.drafter_factory = [draft, hits, runs] {
-        return std::make_unique<CountingDrafter>(draft, 0, Ahead::On, hits, runs);
-      };
+      o.speculation.drafter_factory = [draft, n] { return std::make_unique<CountingDrafter>(draft, 0, Ahead::On, n); };
       Rig spec("qwen3", o);
       CHECK(run_alone(spec, s, 0) == run_alone(plain, s, 0));
+      const int alone_hits = (*n)[0], alone_runs = (*n)[1];
       CHECK(run_batch(spec, s, 0) == run_batch(plain, s, 0));
-      INFO("ahead hits " << hits->load() << " of " << runs->load() << " ahead chains");
-      CHECK(runs->load() > 0);
+      INFO("ahead hits " << (*n)[0] << " of " << (*n)[1] << " ahead chains, " << (*n)[2] << " extended; alone "
+                         << alone_hits << " of " << alone_runs);
+      CHECK((*n)[1] > 0);
       if (s == Sampling::Greedy) {  // a greedy draft guesses a seeded target's picks only by chance
         CHECK(spec.counter("strata_spec_accepted_tokens_total") == spec.counter("strata_spec_draft_tokens_total"));
-        CHECK(hits->load() > runs->load() / 2);
+        // One chain a request, then its stream to the end.
+        CHECK(alone_runs == static_cast<int>(kPrompts.size()));
+        CHECK(alone_hits >= 2 * alone_runs);
+        CHECK((*n)[0] > 2 * (*n)[1]);
+        CHECK((*n)[2] > 0);
       }
     }
   }

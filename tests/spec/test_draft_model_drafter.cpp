@@ -332,25 +332,95 @@ TEST_CASE("feature drafters on one backend draft together, each row with its own
   CHECK(toy->windows[1].features == std::vector<float>{6.5f, 0, 9.5f, 1});
 }
 
-TEST_CASE("drafting ahead: a proposal kept whole with the draft's next pick comes from the ahead steps") {
+TEST_CASE("drafting ahead: a proposal kept whole with the draft's next pick comes from the stream, which goes on") {
   auto toy = std::make_shared<ToyBackend>();
   DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On);
   CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
   // The chain ran k + 2 = 5 steps more (the toy runs them at once): 10 .. 14 fed, 11 .. 15 picked.
   CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
   CHECK(d.ahead_runs() == 1);
-  // The target kept 8 9 10 and picked 11, as the draft did: the next proposal is 12 13 14, with no window.
+  // The target kept 8 9 10 and picked 11, as the draft did: the next proposal is 12 13 14, from the stream.
+  // The stream then goes on from its last pick, 15, to cover the next proposal: the guess and 4 drafts.
   toy->windows.clear();
   CHECK(d.propose({5, 6, 7, 8, 9, 10, 11}, 3) == std::vector<TokenId>{12, 13, 14});
-  CHECK(toy->windows.empty());
   CHECK(d.ahead_hits() == 1);
-  // Kept again, with 15: the slot agrees up to 14 and feeds 15 (a hit runs nothing ahead).
-  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 2) == std::vector<TokenId>{16, 17});
+  CHECK(toy->windows.empty());  // nothing on the round's path: the stream goes on once the target verifies
+  CHECK(d.ahead_extends() == 0);
+  d.while_verifying();
+  CHECK(d.ahead_extends() == 1);
+  REQUIRE(toy->windows.size() == 4u);  // one window per step (the default extend_ahead)
+  CHECK(toy->windows[0].rows.size() == 1u);
+  CHECK(toy->windows[0].rows[0].token == 15);
+  CHECK(toy->windows[0].rows[0].pos == 10);
+  CHECK(toy->held.at(0).back() == 18);
+  // Kept again, with 15: the stream answers 16 17 18 (k is 3 again) and goes on.
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 3) == std::vector<TokenId>{16, 17, 18});
+  CHECK(d.ahead_hits() == 2);
+  d.while_verifying();
+  d.while_verifying();  // once
+  CHECK(d.ahead_extends() == 2);
   CHECK(toy->truncates == 0);
+  CHECK(d.ahead_runs() == 1);
+  // The target kept 16 17 18 but picked 30: the stream is dropped, the slot is cut back to the history's
+  // entries it holds (through 18, the stream's rows reused) and fed 30 alone.
+  toy->windows.clear();
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 30}, 3) == std::vector<TokenId>{31, 32, 33});
+  CHECK(toy->truncates == 1);
   REQUIRE(!toy->windows.empty());
-  CHECK(toy->windows[0].rows.front().pos == 10);
-  CHECK(toy->windows[0].rows.front().token == 15);
+  CHECK(toy->windows[0].rows.size() == 1u);
+  CHECK(toy->windows[0].rows[0].token == 30);
+  CHECK(toy->windows[0].rows[0].pos == 14);
+  CHECK(d.ahead_runs() == 2);
+}
+
+TEST_CASE("drafting ahead: a round that waits for its drafts drafts at most `critical`; the stream covers k") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On, 1);
+  CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{8});
+  // One step, then the guess (9) and k + 1 = 4 drafts ahead (10 .. 13): 8 .. 12 fed.
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(d.propose({5, 6, 7, 8, 9}, 3) == std::vector<TokenId>{10, 11, 12});
   CHECK(d.ahead_hits() == 1);
+  // A drafter without drafting ahead ignores the cap.
+  auto toy2 = std::make_shared<ToyBackend>();
+  DraftModelDrafter plain(toy2, 0, DraftModelDrafter::Ahead::Off, 1);
+  CHECK(plain.propose({5, 6, 7}, 3) == std::vector<TokenId>{8, 9, 10});
+  CHECK_THROWS_WITH(DraftModelDrafter(toy2, 0, DraftModelDrafter::Ahead::On, -1),
+                    Catch::Contains("critical steps must not be negative"));
+}
+
+TEST_CASE("drafting ahead: a stream goes on only when every job of its chain took its proposal from it") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter a(toy, 0, DraftModelDrafter::Ahead::On), b(toy, 0, DraftModelDrafter::Ahead::On);
+  std::vector<TokenId> ha{5, 6}, hb{40, 41};
+  std::vector<DraftJob> jobs{{&a, &ha, 2, {}}, {&b, &hb, 2, {}}};
+  a.propose_together(jobs);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{7, 8});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{42, 43});
+  // Both kept whole, with the guessed picks: both from the stream, which goes on for both in one step set.
+  ha = {5, 6, 7, 8, 9};
+  hb = {40, 41, 42, 43, 44};
+  toy->windows.clear();
+  a.propose_together(jobs);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{10, 11});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{45, 46});
+  b.while_verifying();  // either drafter goes on with the streams of the chain they share
+  a.while_verifying();
+  REQUIRE(!toy->windows.empty());
+  CHECK(toy->windows[0].rows.size() == 2u);
+  CHECK(b.ahead_extends() == 1);  // counted by the drafter that ran it
+  // Only a is kept whole now: b's history left its stream, so b drafts afresh and a's stream stops where it is
+  // (a chain after it would wait for it first); a still answers from what it holds.
+  ha = {5, 6, 7, 8, 9, 10, 11, 12};
+  hb = {40, 41, 42, 43, 44, 45, 50};
+  a.propose_together(jobs);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{13, 14});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{51, 52});
+  a.while_verifying();
+  CHECK(a.ahead_extends() == 0);
+  CHECK(b.ahead_extends() == 1);
+  CHECK(a.ahead_hits() == 2);
+  CHECK(b.ahead_hits() == 1);
 }
 
 TEST_CASE("drafting ahead: a proposal the target cut, or ended otherwise, drops the ahead steps") {
@@ -380,13 +450,17 @@ TEST_CASE("drafting ahead: feature drafts take the ahead steps, then feed the ta
   for (int p = 2; p < 6; ++p) d.take_feature(p, {float(p), 2.0f});  // the verify window's rows, kept
   toy->windows.clear();
   CHECK(d.propose({5, 6, 7, 8, 9, 10, 11}, 3) == std::vector<TokenId>{12, 13, 14});
-  CHECK(toy->windows.empty());
   CHECK(d.ahead_hits() == 1);
-  // The next proposal refeeds every entry past the history the target's features fed (from 7 at entry 1):
-  // the chained and ahead entries read the draft's own features.
+  d.while_verifying();
+  // The stream went on from its last pick, 15, with the draft's own feature of the row that picked it.
+  REQUIRE(!toy->windows.empty());
+  CHECK(toy->windows[0].rows[0].token == 15);
+  CHECK(toy->windows[0].features == std::vector<float>{14.5f, 8.0f});
+  // The target kept 12 13 14, then picked 20: the next proposal refeeds every entry past the history the
+  // target's features fed (from 7 at entry 1): the chained, ahead and stream entries read the draft's own.
   for (int p = 6; p < 10; ++p) d.take_feature(p, {float(p), 3.0f});
   toy->windows.clear();
-  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 2) == std::vector<TokenId>{16, 17});
+  CHECK(d.propose({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 20}, 2) == std::vector<TokenId>{21, 22});
   REQUIRE(!toy->windows.empty());
   const Window& w = toy->windows[0];
   CHECK(w.rows.front().pos == 2);

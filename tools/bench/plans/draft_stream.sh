@@ -1,0 +1,22 @@
+# device_call.sh plan: the draft model's stream (DraftModelDrafter drafting ahead, Backend::extend_ahead) on the
+# GPU. The GPU tests of chains, drafts and features; then `strata bench spec` at batch 1 with the shipped token
+# draft and run 121's feature draft (.devcarry/feature121), ROUNDS (2) times, in each of: no drafting ahead,
+# drafting ahead (the stream), and the stream with at most 2 and 1 drafts on a waiting round
+# (STRATA_DRAFT_CRITICAL), at k 4 and 6; then every GPU test, and issue 9's benchmark when the card is an H200.
+$S $B info
+. tools/bench/plans/lib.sh
+TEST_FILTER="*chain*,*draft*,*feature*" $S $B test || true
+[ -d .devcarry/feature121/strata-tiny-feature-draft ] && cp -r .devcarry/feature121/strata-tiny-feature-draft models/
+for r in $(seq "${ROUNDS:-2}"); do
+  for d in strata-tiny-draft strata-tiny-feature-draft; do
+    [ -d "models/$d" ] || continue
+    STRATA_DRAFT_AHEAD=0 spec_one "${d}_a0_r$r" "models/$d"
+    STRATA_DRAFT_AHEAD=1 spec_one "${d}_a1_r$r" "models/$d"
+    STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=2 spec_one "${d}_c2_r$r" "models/$d"
+    STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=1 spec_one "${d}_c1_r$r" "models/$d"
+    SPEC_K=6 STRATA_DRAFT_AHEAD=1 spec_one "${d}_k6a1_r$r" "models/$d"
+    SPEC_K=6 STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=2 spec_one "${d}_k6c2_r$r" "models/$d"
+  done
+done
+$S $B test || true
+issue9_on_h200 1
