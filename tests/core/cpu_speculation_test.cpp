@@ -178,7 +178,8 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
       const Ahead ahead = mode == 0 ? Ahead::Off : Ahead::On;
       const int critical = mode == 2 ? 1 : 0;
       DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ")
-                      << name(s) << (mode == 1 ? ", drafting ahead" : mode == 2 ? ", drafting ahead, critical 1" : "")) {
+                      << name(s)
+                      << (mode == 1 ? ", drafting ahead" : mode == 2 ? ", drafting ahead, critical 1" : "")) {
         Rig plain("qwen3", with(SpeculationMode::Off, 1));
         auto expect = run_alone(plain, s, 5);
         const Model& dm = features ? *feature_draft : fixture("llama");
@@ -276,7 +277,9 @@ TEST_CASE("CPU: drafting ahead with a draft identical to the target answers prop
       auto n = std::make_shared<std::array<std::atomic<int>, 3>>();
       for (auto& c : *n) c = 0;
       EngineOptions o = with(SpeculationMode::Draft, 4);
-      o.speculation.drafter_factory = [draft, n] { return std::make_unique<CountingDrafter>(draft, 0, Ahead::On, n); };
+      o.speculation.drafter_factory = [draft, n] {
+        return std::make_unique<CountingDrafter>(draft, 0, Ahead::On, n);
+      };
       Rig spec("qwen3", o);
       CHECK(run_alone(spec, s, 0) == run_alone(plain, s, 0));
       const int alone_hits = (*n)[0], alone_runs = (*n)[1];

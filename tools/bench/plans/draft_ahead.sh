@@ -4,8 +4,7 @@
 # every GPU test, and issue 9's benchmark when the card is an H200.
 $S $B info
 . tools/bench/plans/lib.sh
-TEST_FILTER="*chain*,*draft*,*feature*" $S $B test || true
-[ -d .devcarry/feature121/strata-tiny-feature-draft ] && cp -r .devcarry/feature121/strata-tiny-feature-draft models/
+draft_start
 for r in $(seq "${ROUNDS:-2}"); do
   for d in strata-tiny-draft strata-tiny-feature-draft; do
     for a in 0 1; do

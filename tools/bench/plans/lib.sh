@@ -36,9 +36,10 @@ NEWDRAFT=.devcarry/newdraft/strata-tiny-draft
 newdraft_ready() {
   [ -d "$NEWDRAFT" ] || { mkdir -p .devcarry/newdraft && tar xzf .devcarry/newdraft.tgz -C .devcarry/newdraft; }
 }
-# spec_one LABEL DRAFT [MODES] [LOG]: one `strata bench spec` at batch 1 (greedy, k ${SPEC_K:-4}, ${TOKENS:-128} tokens, the
-# spec prompts) with the draft model DRAFT, modes MODES (off,draft); lines tagged [LABEL], to the screen and
-# $OUT/LOG (spec.log), JSON rows to $OUT/spec_LABEL.json. The caller's environment (STRATA_*) passes through.
+# spec_one LABEL DRAFT [MODES] [LOG]: one `strata bench spec` at batch 1 (greedy, k ${SPEC_K:-4},
+# ${TOKENS:-128} tokens, the spec prompts) with the draft model DRAFT, modes MODES (off,draft); lines tagged
+# [LABEL], to the screen and $OUT/LOG (spec.log), JSON rows to $OUT/spec_LABEL.json. The caller's environment
+# (STRATA_*) passes through.
 spec_one() {
   local label=$1 d=$2 modes=${3:-off,draft} log=${4:-spec.log}
   LD_LIBRARY_PATH=$B/lib timeout 120 "$B/strata" bench spec --model models/strata-tiny --draft-model "$d" \
@@ -56,4 +57,12 @@ spec_drafts() {
       spec_one "$(basename "$(dirname "$d")")_r$r" "$d" "$modes" "$log"
     done
   done
+}
+# draft_start: the GPU tests of chains, drafts and features, and run 121's feature draft (.devcarry/feature121)
+# into models/ when it was carried.
+draft_start() {
+  TEST_FILTER="*chain*,*draft*,*feature*" $S $B test || true
+  if [ -d .devcarry/feature121/strata-tiny-feature-draft ]; then
+    cp -r .devcarry/feature121/strata-tiny-feature-draft models/
+  fi
 }
