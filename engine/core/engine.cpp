@@ -233,6 +233,7 @@ struct Engine::Impl {
       fields["spec_drafted"] = s.spec_proposed;
       fields["spec_accepted"] = s.spec_accepted;
       fields["spec_mean_accepted"] = static_cast<double>(s.spec_accepted) / s.spec_windows;
+      if (s.spec_ahead > 0) fields["spec_drafted_ahead"] = s.spec_ahead;
     }
     log_event(spdlog::level::info, s.req->id, "request finished", fields);
     s.done = true;
@@ -602,6 +603,7 @@ struct Engine::Impl {
     int asked = 0;
     for (SlotState* s : live) {
       s->drafts.clear();
+      s->drafts_ahead = false;
       if (decoding > max_batch) continue;  // a full batch: verify rows would only slow the others down
       const int k = draft_budget(*s);
       if (k == 0) continue;
@@ -670,6 +672,7 @@ struct Engine::Impl {
     }
     for (size_t i = 0; i < want.size(); ++i) {
       SlotState* s = want[i];
+      s->drafts_ahead = s->drafter && !s->drafts.empty() && s->drafter->drafted_ahead();
       if (static_cast<int>(s->drafts.size()) > ks[i]) s->drafts.resize(static_cast<size_t>(ks[i]));
       // A token the target cannot embed would fault the window; everything from it on is dropped.
       for (size_t d = 0; d < s->drafts.size(); ++d) {
@@ -1023,9 +1026,11 @@ struct Engine::Impl {
     ++s.spec_windows;
     s.spec_proposed += n_drafts;
     s.spec_accepted += accepted;
+    s.spec_ahead += s.drafts_ahead ? 1 : 0;
     if (s.draft_k) s.draft_k->update(n_drafts, accepted);
     if (opts.metrics) {
       opts.metrics->spec_draft(n_drafts, accepted);
+      if (s.drafts_ahead) opts.metrics->spec_drafted_ahead();
       for (int j = 0; j < accepted; ++j) opts.metrics->spec_accepted_at(j);
     }
     // The kept rows' features (the last token's and the accepted drafts') go to a feature-reading drafter.

@@ -71,6 +71,8 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry, const std::stri
                        .Register(*registry_)),
       draft_seconds_(counter(*registry_, "strata_spec_draft_seconds_total",
                              "Seconds the engine thread spent in drafters' proposals")),
+      drafts_ahead_(counter(*registry_, "strata_spec_drafts_ahead_total",
+                            "Speculative drafts verified that the draft model made ahead, while the window before ran")),
       stalls_(counter(*registry_, "strata_watchdog_stalls_total", "Backend calls the watchdog declared stalled")),
       restarts_(counter(*registry_, "strata_engine_restarts_total", "Engine rebuilds after a stall or a fault")),
       ttft_(histogram(*registry_, "strata_time_to_first_token_seconds", "Arrival to first generated token",

@@ -50,6 +50,7 @@ class Metrics {
   void preemption() { preemptions_.Increment(); }
   void spec_draft(int drafted, int accepted);
   void spec_accepted_at(int position);
+  void spec_drafted_ahead() { drafts_ahead_.Increment(); }
   void spec_draft_time(double s) { draft_seconds_.Increment(s); }  // the engine thread's time in drafters
   void watchdog_stall() { stalls_.Increment(); }
   void engine_restart() { restarts_.Increment(); }
@@ -86,6 +87,7 @@ class Metrics {
   prometheus::Counter& accepted_tokens_;
   prometheus::Family<prometheus::Counter>& accepted_at_;
   prometheus::Counter& draft_seconds_;
+  prometheus::Counter& drafts_ahead_;
   prometheus::Counter& stalls_;
   prometheus::Counter& restarts_;
   prometheus::Histogram& ttft_;

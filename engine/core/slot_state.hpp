@@ -47,7 +47,8 @@ struct SlotState {
   std::unique_ptr<Drafter> drafter;  // null: speculation off, or dropped after it threw
   std::optional<AdaptiveK> draft_k;
   std::vector<TokenId> drafts;       // proposed for the next window, after seq.back()
-  int spec_windows = 0, spec_proposed = 0, spec_accepted = 0;
+  bool drafts_ahead = false;         // ... made ahead (Drafter::drafted_ahead)
+  int spec_windows = 0, spec_proposed = 0, spec_accepted = 0, spec_ahead = 0;
 
   // first_token: the window that picked it returned; first_event: its text went to the channel (flush_text,
   // once the next window has started).

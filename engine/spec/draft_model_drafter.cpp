@@ -211,8 +211,9 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     j.drafts.clear();
     auto* d = static_cast<DraftModelDrafter*>(j.drafter);  // same batch key: a drafter on this backend
     const std::vector<TokenId>& h = *j.history;
+    d->last_ahead_ = false;
     if (j.max_k <= 0 || h.size() <= d->shift_) continue;
-    if (d->take_ahead(h, j.max_k, &j.drafts)) {
+    if ((d->last_ahead_ = d->take_ahead(h, j.max_k, &j.drafts))) {
       hits.push_back(&j);
       continue;
     }

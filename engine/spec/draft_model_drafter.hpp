@@ -56,6 +56,7 @@ class DraftModelDrafter : public Drafter {
   void propose_together(std::vector<DraftJob>& jobs) override;
   // Goes on with the stream a proposal came from (Backend::extend_ahead), while the target verifies it.
   void while_verifying() override;
+  bool drafted_ahead() const override { return last_ahead_; }
   int feature_dim() const override { return feature_dim_; }
   void take_feature(int32_t pos, std::vector<float>&& feature) override;
 
@@ -112,6 +113,7 @@ class DraftModelDrafter : public Drafter {
   std::vector<TokenId> ahead_base_;    // the history the stream follows
   std::vector<TokenId> stream_;        // its known tokens: the guess of the target's next pick first
   int ahead_hits_ = 0, ahead_runs_ = 0, ahead_extends_ = 0;
+  bool last_ahead_ = false;  // the last proposal came from the stream
   size_t shift_ = 0;             // 1 for a feature draft: entry i holds history token i + 1
   SlotId slot_ = kNoSlot;
   std::vector<TokenId> cached_;  // the tokens of the entries the slot holds that a later history may keep

@@ -37,6 +37,9 @@ class Drafter {
   // are waited for: work toward the next proposal that can overlap the verification (the draft model's
   // stream). It may throw like propose(); the default does nothing.
   virtual void while_verifying() {}
+  // Whether the last proposal was made before it was asked for (drafting ahead): no draft work was on its
+  // round's path (metrics).
+  virtual bool drafted_ahead() const { return false; }
   // A drafter that reads the target's features (the final-normed hidden state its LM head reads) says how wide
   // they are; the engine then asks the target for the feature of every row it runs for this request and hands
   // over each kept row's through take_feature(), in position order, before the next propose(). 0 (the

@@ -136,14 +136,15 @@ SpeculationMode speculation_mode(const std::string& name) {
 // timed rounds.
 struct SpecCounters {
   double windows = 0, drafted = 0, accepted = 0;
+  double ahead = 0;                       // verify windows whose drafts were made ahead
   double draft_s = 0;                     // the engine thread's time in drafters
   double steps = 0, step_s = 0;           // backend windows of the target and their time
   std::vector<double> accepted_at;  // [j]: drafts accepted at position j of their window (0 = first)
 
   SpecCounters minus(const SpecCounters& before) const {
     SpecCounters d{windows - before.windows, drafted - before.drafted, accepted - before.accepted,
-                   draft_s - before.draft_s,  steps - before.steps,     step_s - before.step_s,
-                   accepted_at};
+                   ahead - before.ahead,      draft_s - before.draft_s, steps - before.steps,
+                   step_s - before.step_s,    accepted_at};
     for (size_t j = 0; j < d.accepted_at.size() && j < before.accepted_at.size(); ++j)
       d.accepted_at[j] -= before.accepted_at[j];
     return d;
@@ -159,6 +160,7 @@ SpecCounters read_counters(prometheus::Registry& registry) {
     if (f.name == "strata_spec_draft_tokens_total") c.drafted = sum;
     if (f.name == "strata_spec_accepted_tokens_total") c.accepted = sum;
     if (f.name == "strata_spec_draft_seconds_total") c.draft_s = sum;
+    if (f.name == "strata_spec_drafts_ahead_total") c.ahead = sum;
     if (f.name == "strata_window_duration_seconds")
       for (const prometheus::ClientMetric& m : f.metric) {
         c.steps += double(m.histogram.sample_count);
@@ -409,7 +411,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   nlohmann::json jrows = nlohmann::json::array();
   int mismatches = 0;
   std::cout << "sampling  class         batch  mode    tokens   wall_s   tok/s     speedup  vs_plain  mean_acc  accept  "
-               "win_ms  draft_ms  match\n";
+               "ahead   win_ms  draft_ms  match\n";
   for (const auto& [key, list] : rows) {
     const double off_tps = list[0].wall_s > 0 ? list[0].tokens / list[0].wall_s : 0.0;
     double plain_tps = 0.0;
@@ -426,11 +428,12 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"accepted", static_cast<long>(r.spec.accepted)},
                           {"target_windows", static_cast<long>(r.spec.steps)},
                           {"target_window_seconds", r.spec.step_s},
-                          {"draft_seconds", r.spec.draft_s}};
+                          {"draft_seconds", r.spec.draft_s},
+                          {"drafts_ahead", static_cast<long>(r.spec.ahead)}};
       // Per target window: its own time and the drafting before it (ms).
       const double win_ms = r.spec.steps > 0 ? 1e3 * r.spec.step_s / r.spec.steps : 0.0;
       const double draft_ms = r.spec.steps > 0 ? 1e3 * r.spec.draft_s / r.spec.steps : 0.0;
-      std::string mean_acc = "-", accept = "-", vs_plain = "-";
+      std::string mean_acc = "-", accept = "-", vs_plain = "-", ahead = "-";
       std::string match = r.mismatched == -2 ? "n/a" : r.mismatched < 0 ? "ref" : r.mismatched == 0 ? "yes" : "NO";
       if (plain_tps > 0) {
         j["speedup_vs_plain"] = tps / plain_tps;
@@ -441,6 +444,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
       if (r.spec.windows > 0) {
         j["mean_accepted"] = r.spec.accepted / r.spec.windows;
         mean_acc = fixed(r.spec.accepted / r.spec.windows, 2);
+        ahead = fixed(r.spec.ahead / r.spec.windows, 3);  // of the verify windows, those drafted ahead
       } else {
         j["mean_accepted"] = nullptr;
       }
@@ -461,9 +465,9 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
       jrows.push_back(std::move(j));
       char line[256];
       std::snprintf(line, sizeof line,
-                    "%-9s %-13s %5d  %-6s %7ld %8.3f %8.1f %8.3f  %8s  %8s  %6s  %6.3f  %8.3f  %s\n",
+                    "%-9s %-13s %5d  %-6s %7ld %8.3f %8.1f %8.3f  %8s  %8s  %6s  %6s  %6.3f  %8.3f  %s\n",
                     key.sampling.c_str(), key.cls.c_str(), key.batch, r.mode.c_str(), r.tokens, r.wall_s, tps, speedup,
-                    vs_plain.c_str(), mean_acc.c_str(), accept.c_str(), win_ms, draft_ms, match.c_str());
+                    vs_plain.c_str(), mean_acc.c_str(), accept.c_str(), ahead.c_str(), win_ms, draft_ms, match.c_str());
       std::cout << line;
     }
   }
