@@ -6,16 +6,21 @@
 $S $B info
 . tools/bench/plans/lib.sh
 draft_start
-for r in $(seq "${ROUNDS:-2}"); do
+# One configuration: STRATA_* settings, then a label; each runs with both drafts.
+cfg() {
+  local label=$1 d
+  shift
   for d in strata-tiny-draft strata-tiny-feature-draft; do
-    [ -d "models/$d" ] || continue
-    STRATA_DRAFT_AHEAD=0 spec_one "${d}_a0_r$r" "models/$d"
-    STRATA_DRAFT_AHEAD=1 spec_one "${d}_a1_r$r" "models/$d"
-    STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=2 spec_one "${d}_c2_r$r" "models/$d"
-    STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=1 spec_one "${d}_c1_r$r" "models/$d"
-    SPEC_K=6 STRATA_DRAFT_AHEAD=1 spec_one "${d}_k6a1_r$r" "models/$d"
-    SPEC_K=6 STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=2 spec_one "${d}_k6c2_r$r" "models/$d"
+    if [ -d "models/$d" ]; then (export "$@"; spec_one "${d}_${label}_r$r" "models/$d"); fi
   done
+}
+for r in $(seq "${ROUNDS:-2}"); do
+  cfg a0 STRATA_DRAFT_AHEAD=0
+  cfg a1 STRATA_DRAFT_AHEAD=1
+  cfg c2 STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=2
+  cfg c1 STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=1
+  cfg k6a1 SPEC_K=6 STRATA_DRAFT_AHEAD=1
+  cfg k6c2 SPEC_K=6 STRATA_DRAFT_AHEAD=1 STRATA_DRAFT_CRITICAL=2
 done
 $S $B test || true
 issue9_on_h200 1
