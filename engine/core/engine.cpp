@@ -686,16 +686,23 @@ struct Engine::Impl {
   }
 
   // Drafter::while_verifying for the requests whose drafts the started window verifies. A drafter that throws
-  // is dropped as in propose_drafts; its drafts are in the window already and are verified as usual.
+  // (its backend out of KV blocks included: that is not the target's window's to handle) is dropped as in
+  // propose_drafts; its drafts are in the window already and are verified as usual.
   void draft_while_verifying(Incarnation& inc, const std::vector<SlotState*>& members) {
     for (SlotState* s : members) {
       if (!s->drafter || s->drafts.empty()) continue;
       in_call = {s};
+      std::optional<std::string> failed;
       try {
         guarded(inc, call("draft"), [&] { s->drafter->while_verifying(); });
       } catch (const BackendFailure& e) {
+        failed = e.what;
+      } catch (const OutOfKv& e) {
+        failed = e.what;
+      }
+      if (failed) {
         spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s->req->id,
-                     s->drafter->name(), e.what);
+                     s->drafter->name(), *failed);
         s->drafter.reset();
       }
     }

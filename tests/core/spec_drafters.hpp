@@ -43,6 +43,25 @@ class ThrowingDrafter : public Drafter {
   NgramDrafter inner_;
 };
 
+// Proposes like the n-gram drafter; its n-th while_verifying() throws (after the proposal that window verifies).
+class VerifyThrowingDrafter : public NgramDrafter {
+ public:
+  VerifyThrowingDrafter(int throw_at, std::shared_ptr<std::atomic<int>> proposals)
+      : throw_at_(throw_at), proposals_(std::move(proposals)) {}
+  const char* name() const override { return "verify-throwing"; }
+  std::vector<TokenId> propose(const std::vector<TokenId>& h, int max_k) override {
+    proposals_->fetch_add(1);
+    return NgramDrafter::propose(h, max_k);
+  }
+  void while_verifying() override {
+    if (++n_ == throw_at_) throw std::runtime_error("drafter exploded while the target verified");
+  }
+
+ private:
+  int throw_at_, n_ = 0;
+  std::shared_ptr<std::atomic<int>> proposals_;  // over all instances
+};
+
 // Proposes like the n-gram drafter and reads the target's features: every take_feature() call is recorded,
 // in order, for a test to hold against the target's own features of the final sequence.
 class FeatureRecorder : public NgramDrafter {

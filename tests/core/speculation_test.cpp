@@ -258,6 +258,22 @@ TEST_CASE("a drafter that throws is dropped for its request and generation goes 
   CHECK(world->bad_windows.load() == 0);
 }
 
+TEST_CASE("a drafter that throws while its drafts are verified is dropped; those drafts and the rest are exact",
+          "[engine][spec]") {
+  auto proposals = std::make_shared<std::atomic<int>>(0);
+  EngineOptions o = spec_opts(SpeculationMode::Draft);
+  o.speculation.drafter_factory = [proposals] { return std::make_unique<VerifyThrowingDrafter>(3, proposals); };
+  Run plain = run_with(repeating_world(), EngineOptions{}, make_request("r", repeat(kSpan, 2), 30));
+  auto world = repeating_world();
+  Run spec = run_with(world, o, make_request("r", repeat(kSpan, 2), 30));
+  REQUIRE(spec.outcome.finished);
+  CHECK(spec.outcome.finish.reason == FinishReason::Length);
+  CHECK(spec.outcome.ids() == plain.outcome.ids());
+  CHECK(proposals->load() == 3);  // the third window's verification threw: never asked again
+  CHECK(counter(spec.metrics, "strata_spec_drafts_total") >= 1);
+  CHECK(world->bad_windows.load() == 0);
+}
+
 TEST_CASE("a drafter factory that throws means no speculation for that request, not an error", "[engine][spec]") {
   EngineOptions o = spec_opts(SpeculationMode::Draft);
   o.speculation.drafter_factory = []() -> std::unique_ptr<Drafter> { throw std::runtime_error("no draft model"); };
