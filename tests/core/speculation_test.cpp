@@ -244,34 +244,29 @@ TEST_CASE("garbage drafts (random ids, some outside the vocabulary) leave the ou
   }
 }
 
-TEST_CASE("a drafter that throws is dropped for its request and generation goes on unchanged", "[engine][spec]") {
-  auto calls = std::make_shared<std::atomic<int>>(0);
-  EngineOptions o = spec_opts(SpeculationMode::Draft);
-  o.speculation.drafter_factory = [calls] { return std::make_unique<ThrowingDrafter>(3, calls); };
-  Run plain = run_with(repeating_world(), EngineOptions{}, make_request("r", repeat(kSpan, 2), 30));
-  auto world = repeating_world();
-  Run spec = run_with(world, o, make_request("r", repeat(kSpan, 2), 30));
-  REQUIRE(spec.outcome.finished);
-  CHECK(spec.outcome.finish.reason == FinishReason::Length);
-  CHECK(spec.outcome.ids() == plain.outcome.ids());
-  CHECK(calls->load() == 2);  // two good proposals, the throw, then never asked again
-  CHECK(world->bad_windows.load() == 0);
-}
-
-TEST_CASE("a drafter that throws while its drafts are verified is dropped; those drafts and the rest are exact",
+TEST_CASE("a drafter that throws, proposing or while its drafts are verified, is dropped for its request and "
+          "generation goes on unchanged",
           "[engine][spec]") {
-  auto proposals = std::make_shared<std::atomic<int>>(0);
-  EngineOptions o = spec_opts(SpeculationMode::Draft);
-  o.speculation.drafter_factory = [proposals] { return std::make_unique<VerifyThrowingDrafter>(3, proposals); };
-  Run plain = run_with(repeating_world(), EngineOptions{}, make_request("r", repeat(kSpan, 2), 30));
-  auto world = repeating_world();
-  Run spec = run_with(world, o, make_request("r", repeat(kSpan, 2), 30));
-  REQUIRE(spec.outcome.finished);
-  CHECK(spec.outcome.finish.reason == FinishReason::Length);
-  CHECK(spec.outcome.ids() == plain.outcome.ids());
-  CHECK(proposals->load() == 3);  // the third window's verification threw: never asked again
-  CHECK(counter(spec.metrics, "strata_spec_drafts_total") >= 1);
-  CHECK(world->bad_windows.load() == 0);
+  for (bool verifying : {false, true}) {
+    DYNAMIC_SECTION((verifying ? "while verifying" : "proposing")) {
+      auto calls = std::make_shared<std::atomic<int>>(0);
+      EngineOptions o = spec_opts(SpeculationMode::Draft);
+      o.speculation.drafter_factory = [calls, verifying]() -> std::unique_ptr<Drafter> {
+        if (verifying) return std::make_unique<VerifyThrowingDrafter>(3, calls);
+        return std::make_unique<ThrowingDrafter>(3, calls);
+      };
+      Run plain = run_with(repeating_world(), EngineOptions{}, make_request("r", repeat(kSpan, 2), 30));
+      auto world = repeating_world();
+      Run spec = run_with(world, o, make_request("r", repeat(kSpan, 2), 30));
+      REQUIRE(spec.outcome.finished);
+      CHECK(spec.outcome.finish.reason == FinishReason::Length);
+      CHECK(spec.outcome.ids() == plain.outcome.ids());
+      // Proposing: two good proposals, the throw, then never asked again. While verifying: the third
+      // proposal's window still verifies its drafts, then the drafter is gone.
+      CHECK(calls->load() == (verifying ? 3 : 2));
+      CHECK(world->bad_windows.load() == 0);
+    }
+  }
 }
 
 TEST_CASE("a drafter factory that throws means no speculation for that request, not an error", "[engine][spec]") {
