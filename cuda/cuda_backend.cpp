@@ -820,16 +820,7 @@ struct CudaBackend::Impl {
     // so the steps' picks come back in one copy too.
     stride = (stride + 63) / 64 * 64;
     const size_t n_later = size_t(total - 1), kept_words = n_later * size_t(S);
-    if (chain_meta_host.bytes() < n_later * stride * 4) {
-      fed_graphs.clear();  // recorded with the buffers replaced here
-      chain_meta_host = cuda::PinnedBuffer(n_later * stride * 4, "chained window metadata");
-      chain_meta_dev = cuda::DeviceBuffer(n_later * stride * 4, "chained window metadata");
-    }
-    if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4 || chain_picks_dev.bytes() < kept_words * 4) {
-      fed_graphs.clear();
-      chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
-      chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
-    }
+    chain_buffers(n_later * stride, kept_words, S);
     // The later steps' graphs (captured now, before anything is queued): those whose picks go back now, and
     // the ahead steps'.
     const size_t n_now = size_t(steps - 1);
@@ -925,16 +916,7 @@ struct CudaBackend::Impl {
     }
     stride = (stride + 63) / 64 * 64;
     const size_t kept_words = size_t(more) * size_t(S);
-    if (chain_meta_host.bytes() < size_t(more) * stride * 4) {
-      fed_graphs.clear();
-      chain_meta_host = cuda::PinnedBuffer(size_t(more) * stride * 4, "chained window metadata");
-      chain_meta_dev = cuda::DeviceBuffer(size_t(more) * stride * 4, "chained window metadata");
-    }
-    if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4 || chain_picks_dev.bytes() < kept_words * 4) {
-      fed_graphs.clear();
-      chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
-      chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
-    }
+    chain_buffers(size_t(more) * stride, kept_words, S);
     cudaGraphExec_t exec = fed_chain_for(metas, stride, S);
     if (!exec) return false;
     book.accept(all);  // tokens set once known
@@ -971,6 +953,20 @@ struct CudaBackend::Impl {
     last_chain.total = total + more;
     ++chains_fed;
     return true;
+  }
+  // Room for a chain's metadata (meta_words) and its kept picks with the S last ones after them; buffers
+  // replaced drop the fed-chain graphs recorded with the old ones.
+  void chain_buffers(size_t meta_words, size_t kept_words, int S) {
+    if (chain_meta_host.bytes() < meta_words * 4) {
+      fed_graphs.clear();
+      chain_meta_host = cuda::PinnedBuffer(meta_words * 4, "chained window metadata");
+      chain_meta_dev = cuda::DeviceBuffer(meta_words * 4, "chained window metadata");
+    }
+    if (chain_picks_host.bytes() < (kept_words + size_t(S)) * 4 || chain_picks_dev.bytes() < kept_words * 4) {
+      fed_graphs.clear();
+      chain_picks_host = cuda::PinnedBuffer((kept_words + size_t(S)) * 4, "chained window picks");
+      chain_picks_dev = cuda::DeviceBuffer(kept_words * 4, "chained window picks");
+    }
   }
   // The last ahead chain (chain(), extend()), while nothing else has run here since: what extend() continues.
   struct LastChain {

@@ -300,7 +300,7 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       d.drop_features_before(d.entries(h));
       // A job with fewer drafts than the chain's steps would need other ahead steps than these.
       d.drop_ahead();
-      if (group && std::min(l.job->max_k, steps) == steps) {
+      if (group && l.job->max_k >= steps) {
         d.ahead_ = group;
         ++group->holders;
         d.ahead_index_ = i;
