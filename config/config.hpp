@@ -46,6 +46,7 @@ struct SpecOptions {
   SpecMode mode = SpecMode::Off;
   int k = 4;                 // drafted tokens per verify window
   int max_batch = 0;         // draft only while at most this many requests decode; 0 = always
+  int draft_critical = 1;    // drafting ahead: drafts of a round that waits for them, at most; 0 = up to k
   std::string draft_model;   // model directory, required for SpecMode::Draft
 };
 

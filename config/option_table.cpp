@@ -246,6 +246,11 @@ std::vector<OptionSpec> make_table() {
                       "Draft only while at most this many requests are decoding (a full batch leaves the verifier "
                       "no spare work to hide drafts in); 0 = always. Not set: 0, or 2 with a draft model",
                       kScopeModel, [](Config& c) -> int& { return c.spec.max_batch; }, 0, 1 << 20));
+  t.push_back(integer("spec-draft-critical", P,
+                      "While a draft model drafts ahead (CUDA), a round that has to wait for its drafts drafts at "
+                      "most this many, and the rest of its proposal ahead during the target's window; 0 = up to "
+                      "--spec-k",
+                      kScopeModel, [](Config& c) -> int& { return c.spec.draft_critical; }, 0, 64));
   {
     OptionSpec o = text("draft-model", P, "Draft model directory (required with --spec draft)", kScopeModel,
                         [](Config& c) -> std::string& { return c.spec.draft_model; }, "DIR");

@@ -63,6 +63,7 @@ struct SpecBenchArgs {
   std::vector<std::string> samplings{"greedy", "seeded"};
   int spec_k = 4;
   int spec_max_batch = 0;
+  int spec_draft_critical = 1;
   int max_tokens = 128;
   int threads = 0;
   int ctx_size = 0;
@@ -287,10 +288,12 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   if (flag("ctx-size")) config.backend.ctx_size = args.ctx_size;
   if (flag("spec-k")) config.spec.k = args.spec_k;
   if (flag("spec-max-batch")) config.spec.max_batch = args.spec_max_batch;
+  if (flag("spec-draft-critical")) config.spec.draft_critical = args.spec_draft_critical;
   if (flag("draft-model")) config.spec.draft_model = args.draft_model;
   args.draft_model = config.spec.draft_model;
   args.spec_k = config.spec.k;
   args.spec_max_batch = config.spec.max_batch;
+  args.spec_draft_critical = config.spec.draft_critical;
 
   if (args.modes.empty()) {
     args.modes = {"off", "ngram"};
@@ -479,6 +482,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"device", device_name(rt.device)},
                           {"spec_k", args.spec_k},
                           {"spec_max_batch", args.spec_max_batch},
+                          {"spec_draft_critical", args.spec_draft_critical},
                           {"max_tokens", args.max_tokens},
                           {"batches", batches},
                           {"modes", modes},
@@ -531,6 +535,9 @@ Command add_bench_command(CLI::App& root) {
   spec->add_option("--spec-max-batch", args->spec_max_batch,
                    "Draft only while at most this many requests decode; 0 = always")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  spec->add_option("--spec-draft-critical", args->spec_draft_critical,
+                   "Drafting ahead: drafts of a round that waits for them, at most; 0 = up to --spec-k")
+      ->check(CLI::Range(0, 64))->capture_default_str();
   spec->add_option("--max-tokens", args->max_tokens, "Tokens generated per request (EOS ignored)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   spec->add_option("--warmup-tokens", args->warmup_tokens, "Tokens per request of the untimed warm-up rounds")

@@ -261,9 +261,7 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   DraftModelDrafter::Ahead ahead = DraftModelDrafter::Ahead::Auto;
   if (const char* e = std::getenv("STRATA_DRAFT_AHEAD"); e && *e)
     ahead = std::atoi(e) != 0 ? DraftModelDrafter::Ahead::On : DraftModelDrafter::Ahead::Off;
-  // STRATA_DRAFT_CRITICAL=N: while drafting ahead, a round that waits for its drafts drafts at most N.
-  int critical = 0;
-  if (const char* e = std::getenv("STRATA_DRAFT_CRITICAL"); e && *e) critical = std::max(0, std::atoi(e));
+  const int critical = config.spec.draft_critical;
   config.engine.speculation.drafter_factory = [backend, feature_dim, ahead, critical]() -> std::unique_ptr<Drafter> {
     return std::make_unique<DraftModelDrafter>(backend, feature_dim, ahead, critical);
   };
@@ -272,7 +270,10 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
                         (ahead == DraftModelDrafter::Ahead::Auto && backend->overlaps_ahead());
   spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window{}, {}",
                feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
-               device_name(runtime.device), config.spec.k, ahead_on ? ", drafting ahead" : "",
+               device_name(runtime.device), config.spec.k,
+               !ahead_on      ? std::string()
+               : critical > 0 ? ", drafting ahead (at most " + std::to_string(critical) + " before a waiting window)"
+                              : std::string(", drafting ahead"),
                max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
                              : std::string("at every batch size"));
 }

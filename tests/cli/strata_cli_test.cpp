@@ -176,6 +176,17 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
   REQUIRE(a.exit_code == 0);
   CHECK(a.out == off.out);
   CHECK_THAT(a.err, Contains("at every batch size"));
+  // The drafting-ahead cap takes 0 (no cap) and up; a negative count is refused, naming the flag.
+  std::vector<std::string> capped = draft;
+  capped.insert(capped.end(), {"--spec-draft-critical", "0"});
+  const RunResult c = run_strata(capped);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.out == off.out);
+  std::vector<std::string> negative = draft;
+  negative.insert(negative.end(), {"--spec-draft-critical", "-1"});
+  const RunResult bad = run_strata(negative);
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.err, Contains("spec-draft-critical"));
 }
 
 TEST_CASE("strata generate with a feature draft prints the completion of --spec off; its target must match it") {
