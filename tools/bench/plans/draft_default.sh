@@ -7,23 +7,16 @@
 $S $B info
 . tools/bench/plans/lib.sh
 draft_start
-# One configuration: settings, then a label; each runs with both drafts.
-cfg() {
-  local label=$1 d
-  shift
-  for d in strata-tiny-draft strata-tiny-feature-draft; do
-    if [ -d "models/$d" ]; then (export "$@"; spec_one "${d}_${label}_r$r" "models/$d" "${MODES:-off,plain,draft}"); fi
-  done
-}
+MODES=off,plain,draft
 for r in $(seq "${ROUNDS:-3}"); do
-  cfg default SPEC_K=4
-  cfg c0 SPEC_CRITICAL=0
-  cfg a0 STRATA_DRAFT_AHEAD=0
-  cfg k6 SPEC_K=6
+  spec_cfg default SPEC_K=4
+  spec_cfg c0 SPEC_CRITICAL=0
+  spec_cfg a0 STRATA_DRAFT_AHEAD=0
+  spec_cfg k6 SPEC_K=6
 done
 r=b18
-cfg default SPEC_BATCH=1,8 MODES=off,plain,ngram,draft
+MODES=off,plain,ngram,draft spec_cfg default SPEC_BATCH=1,8
 r=t256
-cfg default TOKENS=256
+spec_cfg default TOKENS=256
 $S $B test || true
 issue9_on_h200 1

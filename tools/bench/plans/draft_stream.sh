@@ -6,21 +6,13 @@
 $S $B info
 . tools/bench/plans/lib.sh
 draft_start
-# One configuration: STRATA_* settings, then a label; each runs with both drafts.
-cfg() {
-  local label=$1 d
-  shift
-  for d in strata-tiny-draft strata-tiny-feature-draft; do
-    if [ -d "models/$d" ]; then (export "$@"; spec_one "${d}_${label}_r$r" "models/$d"); fi
-  done
-}
 for r in $(seq "${ROUNDS:-2}"); do
-  cfg a0 STRATA_DRAFT_AHEAD=0
-  cfg a1 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=0
-  cfg c2 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=2
-  cfg c1 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=1
-  cfg k6a1 SPEC_K=6 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=0
-  cfg k6c2 SPEC_K=6 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=2
+  spec_cfg a0 STRATA_DRAFT_AHEAD=0
+  spec_cfg a1 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=0
+  spec_cfg c2 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=2
+  spec_cfg c1 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=1
+  spec_cfg k6a1 SPEC_K=6 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=0
+  spec_cfg k6c2 SPEC_K=6 STRATA_DRAFT_AHEAD=1 SPEC_CRITICAL=2
 done
 $S $B test || true
 issue9_on_h200 1

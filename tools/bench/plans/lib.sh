@@ -67,3 +67,13 @@ draft_start() {
     cp -r .devcarry/feature121/strata-tiny-feature-draft models/
   fi
 }
+# spec_cfg LABEL SETTING...: spec_one with the shipped token draft and, when draft_start found it, run 121's
+# feature draft, each labelled DRAFT_LABEL_r$r, with the settings (VAR=value: SPEC_K, SPEC_CRITICAL,
+# SPEC_BATCH, TOKENS, STRATA_*) exported, modes ${MODES:-off,draft}.
+spec_cfg() {
+  local label=$1 d
+  shift
+  for d in strata-tiny-draft strata-tiny-feature-draft; do
+    if [ -d "models/$d" ]; then (export "$@"; spec_one "${d}_${label}_r$r" "models/$d" "${MODES:-off,draft}"); fi
+  done
+}
