@@ -115,7 +115,10 @@ struct CudaBackend::Impl {
     name = prop.name;
     spdlog::info("cuda: device {} ({}), compute capability {}.{}, {} SMs, {}", opts.device, name, prop.major,
                  prop.minor, prop.multiProcessorCount, gb(prop.totalGlobalMem));
-    STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    int least = 0, greatest = 0;
+    STRATA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    const int priority = opts.stream_priority > 0 ? greatest : opts.stream_priority < 0 ? least : 0;
+    STRATA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
     STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&chain_event, cudaEventDisableTiming));
     try {
       STRATA_CUBLAS_CHECK(cublasCreate(&cublas));

@@ -78,6 +78,10 @@ struct CudaBackendOptions {
   // choice with --batch-invariant). Either gives a row the bits of its single-row window in every window
   // (fixed split boundaries, each query vector's arithmetic its own), so verify windows stay exact on both.
   bool attention_tc = true;
+  // The stream's scheduling priority: > 0 the device's greatest, < 0 its least, 0 the default. With a draft
+  // model's backend at the least and the target's at the greatest, the target's blocks are dispatched first
+  // when the draft's steps run beside a verify window (drafting ahead).
+  int stream_priority = 0;
   // The tensor-core attention's lean variant (q fragments loaded per k-step, unpadded swizzled K/V: three
   // blocks an SM instead of two). -1 (auto): on for head_dim 128, where it is faster (8B decode +4 % at 64
   // rows, +5 % at 128), off for head_dim 64, where it is not (1B -3 %; docs/PERFORMANCE.md, run 21);
