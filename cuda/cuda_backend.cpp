@@ -807,21 +807,15 @@ struct CudaBackend::Impl {
     if (w0.rows.size() + size_t(S) * size_t(total - 1) > size_t(opts.max_window_rows)) return false;
     for (size_t i : picking)
       if (w0.rows[i].pos + total - 1 >= opts.max_context) return false;
-    // Every later step's window and its metadata.
+    std::vector<std::pair<SlotId, int32_t>> fed;  // each picking row's slot and position
+    for (size_t i : picking) fed.emplace_back(w0.rows[i].slot, w0.rows[i].pos);
+    // Every later step's window and its metadata; each step's embedding takes the previous step's picks as its
+    // tokens and keeps them, so the steps' picks come back in one copy too.
+    ChainSteps later = chain_steps(fed, 1, total - 1);
+    const std::vector<cuda::WindowMeta>& metas = later.metas;
+    const size_t stride = later.stride;
     Window all = w0;
-    std::vector<cuda::WindowMeta> metas;
-    size_t stride = 0;
-    for (int j = 1; j < total; ++j) {
-      Window wj;
-      for (size_t i : picking) wj.rows.push_back(Row{w0.rows[i].slot, 0, w0.rows[i].pos + j, true});
-      metas.push_back(meta_for(wj, 0, S));
-      stride = std::max(stride, metas.back().words.size());
-      all.rows.insert(all.rows.end(), wj.rows.begin(), wj.rows.end());
-    }
-    // Every later step's metadata goes up in one copy, each step's block 256-byte aligned as a window's own
-    // metadata block is; each step's embedding takes the previous step's picks as its tokens and keeps them,
-    // so the steps' picks come back in one copy too.
-    stride = (stride + 63) / 64 * 64;
+    all.rows.insert(all.rows.end(), later.rows.rows.begin(), later.rows.rows.end());
     const size_t n_later = size_t(total - 1), kept_words = n_later * size_t(S);
     chain_buffers(n_later * stride, kept_words, S);
     // The later steps' graphs (captured now, before anything is queued): those whose picks go back now, and
@@ -832,12 +826,7 @@ struct CudaBackend::Impl {
     cudaGraphExec_t exec = now_metas.empty() ? nullptr : fed_chain_for(now_metas, stride, S);
     cudaGraphExec_t ahead_exec = ahead_metas.empty() ? nullptr : fed_chain_for(ahead_metas, stride, S, n_now);
     if ((!now_metas.empty() && !exec) || (!ahead_metas.empty() && !ahead_exec)) return false;
-    book.accept(all);  // the rows of every step (their tokens set below, once known); throws with nothing changed
-    for (size_t j = 0; j < n_later; ++j)
-      std::copy(metas[j].words.begin(), metas[j].words.end(), chain_meta_host.get<int32_t>() + j * stride);
-    upload_tables(all);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(chain_meta_dev.get(), chain_meta_host.get(), n_later * stride * 4,
-                                      cudaMemcpyHostToDevice, stream));
+    stage_chain(all, later);  // the rows of every step (their tokens set below, once known)
     std::vector<RowResult> first(w0.rows.size());
     Launched l0 = launch_segment(all, 0, int(w0.rows.size()), &first);
     int32_t* kept = chain_picks_dev.get<int32_t>();  // [step 0 .. total - 2][S]: each step's picks but the last's
@@ -869,8 +858,6 @@ struct CudaBackend::Impl {
     out->assign(size_t(steps), std::vector<TokenId>(size_t(S)));
     for (int j = 0; j < steps; ++j)
       for (int i = 0; i < S; ++i) (*out)[size_t(j)][size_t(i)] = read(j, i);
-    std::vector<std::pair<SlotId, int32_t>> fed;  // each picking row's slot and position
-    for (size_t i : picking) fed.emplace_back(w0.rows[i].slot, w0.rows[i].pos);
     // Step j + 1's rows ran on step j's picks (picks[j - first] of each slot).
     auto set_tokens = [this, fed](int first, int end, const std::vector<std::vector<TokenId>>& picks) {
       for (int j = first; j < end; ++j)
@@ -907,28 +894,12 @@ struct CudaBackend::Impl {
       if (pos + total + more - 1 >= opts.max_context) return false;
     }
     // Step j feeds each slot the previous step's pick at position pos + total + j.
-    Window all;
-    std::vector<cuda::WindowMeta> metas;
-    size_t stride = 0;
-    for (int j = 0; j < more; ++j) {
-      Window wj;
-      for (const auto& [slot, pos] : last_chain.fed) wj.rows.push_back(Row{slot, 0, pos + total + j, true});
-      metas.push_back(meta_for(wj, 0, S));
-      stride = std::max(stride, metas.back().words.size());
-      all.rows.insert(all.rows.end(), wj.rows.begin(), wj.rows.end());
-    }
-    stride = (stride + 63) / 64 * 64;
+    const ChainSteps steps = chain_steps(last_chain.fed, total, more);
     const size_t kept_words = size_t(more) * size_t(S);
-    chain_buffers(size_t(more) * stride, kept_words, S);
-    cudaGraphExec_t exec = fed_chain_for(metas, stride, S);
+    chain_buffers(size_t(more) * steps.stride, kept_words, S);
+    cudaGraphExec_t exec = fed_chain_for(steps.metas, steps.stride, S);
     if (!exec) return false;
-    book.accept(all);  // tokens set once known
-    for (int j = 0; j < more; ++j)
-      std::copy(metas[size_t(j)].words.begin(), metas[size_t(j)].words.end(),
-                chain_meta_host.get<int32_t>() + size_t(j) * stride);
-    upload_tables(all);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(chain_meta_dev.get(), chain_meta_host.get(), size_t(more) * stride * 4,
-                                      cudaMemcpyHostToDevice, stream));
+    stage_chain(steps.rows, steps);  // tokens set once known
     STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     // kept[j] is what step j fed (kept[0] the last chain's last picks), then ws.picks is the last step's.
     int32_t* host = chain_picks_host.get<int32_t>();
@@ -956,6 +927,36 @@ struct CudaBackend::Impl {
     last_chain.total = total + more;
     ++chains_fed;
     return true;
+  }
+  // The windows of `n` chained steps: step j feeds each (slot, position) of `fed` one row at position + first +
+  // j; their metadata, each step's block padded to `stride` words (256-byte aligned, as a window's own is), for
+  // one copy of all of them.
+  struct ChainSteps {
+    Window rows;  // every step's rows, in step order
+    std::vector<cuda::WindowMeta> metas;
+    size_t stride = 0;
+  };
+  ChainSteps chain_steps(const std::vector<std::pair<SlotId, int32_t>>& fed, int first, int n) {
+    ChainSteps c;
+    for (int j = 0; j < n; ++j) {
+      Window wj;
+      for (const auto& [slot, pos] : fed) wj.rows.push_back(Row{slot, 0, pos + first + j, true});
+      c.metas.push_back(meta_for(wj, 0, int(fed.size())));
+      c.stride = std::max(c.stride, c.metas.back().words.size());
+      c.rows.rows.insert(c.rows.rows.end(), wj.rows.begin(), wj.rows.end());
+    }
+    c.stride = (c.stride + 63) / 64 * 64;
+    return c;
+  }
+  // Books a chain's rows (`all`: the steps' and any first window's before them; throws with nothing changed),
+  // uploads their block tables and the steps' metadata (chain_buffers() sized for it) in one copy.
+  void stage_chain(const Window& all, const ChainSteps& c) {
+    book.accept(all);
+    for (size_t j = 0; j < c.metas.size(); ++j)
+      std::copy(c.metas[j].words.begin(), c.metas[j].words.end(), chain_meta_host.get<int32_t>() + j * c.stride);
+    upload_tables(all);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(chain_meta_dev.get(), chain_meta_host.get(), c.metas.size() * c.stride * 4,
+                                      cudaMemcpyHostToDevice, stream));
   }
   // Room for a chain's metadata (meta_words) and its kept picks with the S last ones after them; buffers
   // replaced drop the fed-chain graphs recorded with the old ones.
