@@ -623,11 +623,8 @@ struct Engine::Impl {
     }
     want.resize(kept);
     ks.resize(kept);
-    // The drafter is an optimisation: losing it must not cost the request (issue 6).
     auto drop = [&](SlotState* s, const std::string& why) {
-      spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s->req->id,
-                   s->drafter->name(), why);
-      s->drafter.reset();
+      drop_drafter(*s, why);
       s->drafts.clear();
     };
     auto one_by_one = [&](size_t i) {
@@ -700,13 +697,17 @@ struct Engine::Impl {
       } catch (const OutOfKv& e) {
         failed = e.what;
       }
-      if (failed) {
-        spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s->req->id,
-                     s->drafter->name(), *failed);
-        s->drafter.reset();
-      }
+      if (failed) drop_drafter(*s, *failed);
     }
     in_call = members;
+  }
+
+  // The drafter is an optimisation: losing it must not cost the request (issue 6). Its request goes on
+  // without speculation.
+  void drop_drafter(SlotState& s, const std::string& why) {
+    spdlog::warn("request {}: drafter '{}' failed ({}); continuing without speculation", s.req->id,
+                 s.drafter->name(), why);
+    s.drafter.reset();
   }
 
   // Requests with nothing left to compute and no pick to make (max_tokens == 0 once the prompt is in).
