@@ -115,7 +115,8 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
       opts.attention_tc = std::atoi(e) != 0;
     // STRATA_CUDA_STREAM_PRIORITY=1 puts the target's stream first and a draft model's last, so that the draft's
     // steps beside a verify window (drafting ahead) only fill what the target leaves idle. Off (both streams at
-    // the default priority) until a benchmark shows it pays (docs/PERFORMANCE.md, run 124).
+    // the default priority): measured on an H100 in ABBA pairs it changed nothing beyond the noise
+    // (docs/PERFORMANCE.md, run 125), so it stays a switch for comparisons.
     if (const char* e = std::getenv("STRATA_CUDA_STREAM_PRIORITY"); e && *e && std::atoi(e) != 0)
       opts.stream_priority = shape.draft ? -1 : 1;
     opts.gemm_autotune = shape.gemm_autotune;
