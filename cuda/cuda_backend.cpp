@@ -21,7 +21,6 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/gemm.hpp"
-#include "cuda/green_context.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/env.hpp"
@@ -119,19 +118,7 @@ struct CudaBackend::Impl {
     int least = 0, greatest = 0;
     STRATA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     const int priority = opts.stream_priority > 0 ? greatest : opts.stream_priority < 0 ? least : 0;
-    if (opts.sm_partition != 0) {
-      part = cuda::make_partition_stream(opts.device, opts.sm_partition, priority);
-      stream = part.stream;
-      spdlog::info("cuda: this backend's kernels run on {} of the device's SMs (a green context)", part.sms);
-    } else {
-      STRATA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
-    }
-    if (opts.remote_sync_domain) {
-      cuda::set_remote_sync_domain(stream, true);  // our kernels, captured or not
-      cudaLaunchAttributeValue v{};
-      v.memSyncDomain = cudaLaunchMemSyncDomainRemote;  // and cuBLAS's, launched on the stream
-      STRATA_CUDA_CHECK(cudaStreamSetAttribute(stream, cudaLaunchAttributeMemSyncDomain, &v));
-    }
+    STRATA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
     STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&chain_event, cudaEventDisableTiming));
     try {
       STRATA_CUBLAS_CHECK(cublasCreate(&cublas));
@@ -166,9 +153,7 @@ struct CudaBackend::Impl {
     fed_graphs.clear();
     gemm.reset();
     if (cublas) cublasDestroy(cublas);
-    if (stream) cuda::set_remote_sync_domain(stream, false);
-    if (part.green) cuda::destroy_partition_stream(part);
-    else if (stream) cudaStreamDestroy(stream);
+    if (stream) cudaStreamDestroy(stream);
     if (chain_event) cudaEventDestroy(chain_event);
     chain_event = nullptr;
     cublas = nullptr;
@@ -383,7 +368,6 @@ struct CudaBackend::Impl {
     prompt_flash = short_tiles > 0 && opts.attention_prompt_flash && cuda::flash_attention_supports(cfg.head_dim);
     fwd.fused_gemv = opts.fused_gemv;
     fwd.fused_gemv_rows = opts.fused_gemv_rows;
-    fwd.sms = part.sms;  // 0 without a partition: the GEMV spreads over the whole device
     // STRATA_FUSED_ROW_ATTENTION=0|1 overrides it, so that `strata bench spec` can compare the draft model's
     // steps both ways.
     fwd.fused_row_attention = cuda::env_int("STRATA_FUSED_ROW_ATTENTION", 0, 1, opts.fused_row_attention ? 1 : 0) != 0;
@@ -1002,7 +986,6 @@ struct CudaBackend::Impl {
   }
   // The ahead steps of the last chain (run_chain_ahead), until settled; their picks after, under ahead_ticket.
   cudaEvent_t chain_event = nullptr;
-  cuda::PartitionStream part;  // with sm_partition: the green context that `stream` belongs to
   std::function<void()> ahead_pending;
   std::vector<std::vector<TokenId>> ahead_picks;
   uint64_t ahead_ticket = 0;

@@ -82,12 +82,6 @@ struct CudaBackendOptions {
   // model's backend at the least and the target's at the greatest, the target's blocks are dispatched first
   // when the draft's steps run beside a verify window (drafting ahead).
   int stream_priority = 0;
-  // The stream's kernels in the remote memory-synchronization domain (sm_90, kernels.hpp's
-  // set_remote_sync_domain): for a draft model's backend, whose steps run beside the target's windows.
-  bool remote_sync_domain = false;
-  // The stream on a green context over part of the device's SMs (green_context.hpp): > 0 a group of about
-  // that many (a draft model), < 0 the rest after such a group (its target), 0 the whole device.
-  int sm_partition = 0;
   // The tensor-core attention's lean variant (q fragments loaded per k-step, unpadded swizzled K/V: three
   // blocks an SM instead of two). -1 (auto): on for head_dim 128, where it is faster (8B decode +4 % at 64
   // rows, +5 % at 128), off for head_dim 64, where it is not (1B -3 %; docs/PERFORMANCE.md, run 21);

@@ -104,7 +104,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
     g.y = y;
     g.y_settled = ep == GemvEpilogue::Residual && residual_early;  // o and down: y is two kernels back or more
     g.rope_early = rope_early;
-    g.sms = ctx.sms;
     if (pick_parts && ws.pick_value) {
       g.pick_value = ws.pick_value;
       g.pick_index = ws.pick_index;

@@ -56,7 +56,6 @@ struct ForwardContext {
   bool attention_tc_lean = false;  // CudaBackendOptions::attention_tc_lean
   bool fused_gemv = true;       // CudaBackendOptions::fused_gemv
   int fused_gemv_rows = 0;      // CudaBackendOptions::fused_gemv_rows
-  int sms = 0;                  // the SMs the stream may use (CudaBackendOptions::sm_partition), 0: all
   bool fused_row_attention = false;  // CudaBackendOptions::fused_row_attention
   bool device_logprobs = true;       // CudaBackendOptions::device_logprobs
   bool skinny_fold = true;           // the skinny kernel's windows fold norms and residual adds (forward.cpp)

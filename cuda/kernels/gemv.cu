@@ -360,13 +360,9 @@ int forced_block_rows() {
   return v;
 }
 
-// The SMs a launch's blocks spread over: the stream's part of the device, or all of it.
-int sms_of(const GemvParams& p) { return p.sms > 0 ? p.sms : device_sm_count(); }
-
-// Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave on
-// `sms` SMs.
-int plan_blocks(int n, int w, int sms, int* tpw) {
-  const int warps = sms * kBlocksPerSm * w;
+// Tasks a warp and blocks of a layout of w warps a block: the tasks spread over every warp of one wave.
+int plan_blocks(int n, int w, int* tpw) {
+  const int warps = device_sm_count() * kBlocksPerSm * w;
   *tpw = (n + warps - 1) / warps;
   return (n + w * *tpw - 1) / (w * *tpw);
 }
@@ -375,11 +371,11 @@ int plan_blocks(int n, int w, int sms, int* tpw) {
 // rows spread over the idle ones (several row groups of fewer rows, which read the weights once each but run
 // side by side) instead of every block carrying them all; otherwise one group carries up to 8 rows, so the
 // weights are read once. Capped by what the shared memory holds.
-int block_rows(int n, int k, int rows, int sms) {
+int block_rows(int n, int k, int rows) {
   int want = forced_block_rows();
   if (want == 0) {
     int tpw = 0;
-    const int groups = std::max(1, sms * kBlocksPerSm / plan_blocks(n, 16, sms, &tpw));
+    const int groups = std::max(1, device_sm_count() * kBlocksPerSm / plan_blocks(n, 16, &tpw));
     want = (rows + groups - 1) / groups;
   }
   return std::max(1, std::min({rows, want, kMaxRowsPerBlock, int(kSmemMax / smem_for(k))}));
@@ -392,9 +388,9 @@ struct Layout {
   bool wide;
   int blocks, tpw;
 };
-Layout layout_for(int n, int rows_per_block, bool norm, int sms) {
+Layout layout_for(int n, int rows_per_block, bool norm) {
   int tpw_narrow = 0, tpw_wide = 0;
-  const int narrow = plan_blocks(n, 16, sms, &tpw_narrow), wide = plan_blocks(n, 32, sms, &tpw_wide);
+  const int narrow = plan_blocks(n, 16, &tpw_narrow), wide = plan_blocks(n, 32, &tpw_wide);
   if (rows_per_block == 1 && !norm && wide >= narrow) return {true, wide, tpw_wide};
   return {false, narrow, tpw_narrow};
 }
@@ -403,7 +399,7 @@ template <int NR, GemvEpilogue EP, bool NORM, int RT>
 void launch_rt(GemvParams p, cudaStream_t stream) {
   const size_t smem = smem_for(p.k) * size_t(p.rows_per_block);
   const int row_groups = (p.rows + p.rows_per_block - 1) / p.rows_per_block;
-  const Layout L = layout_for(p.n, p.rows_per_block, NORM, sms_of(p));
+  const Layout L = layout_for(p.n, p.rows_per_block, NORM);
   if constexpr (RT == 1 && !NORM) {
     if (L.wide) {
       launch_kernel(gemv_kernel<NR, EP, NORM, 32, 4, RT>, dim3(L.blocks, row_groups), dim3(32 * 32), smem, stream, p,
@@ -419,7 +415,7 @@ void launch_rt(GemvParams p, cudaStream_t stream) {
 
 template <int NR, GemvEpilogue EP, bool NORM>
 void launch_one(GemvParams p, cudaStream_t stream) {
-  p.rows_per_block = block_rows(p.n, p.k, p.rows, sms_of(p));
+  p.rows_per_block = block_rows(p.n, p.k, p.rows);
   if (p.rows_per_block == 1) return launch_rt<NR, EP, NORM, 1>(p, stream);
   if (p.rows_per_block == 2) return launch_rt<NR, EP, NORM, 2>(p, stream);
   if (p.rows_per_block <= 4) return launch_rt<NR, EP, NORM, 4>(p, stream);
@@ -461,8 +457,7 @@ void configure_gemv() {
 }
 
 int gemv_blocks(const GemvParams& p) {
-  const int sms = sms_of(p);  // as launch_one, launch_rt
-  return layout_for(p.n, block_rows(p.n, p.k, p.rows, sms), p.norm != nullptr, sms).blocks;
+  return layout_for(p.n, block_rows(p.n, p.k, p.rows), p.norm != nullptr).blocks;  // as launch_one, launch_rt
 }
 
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {

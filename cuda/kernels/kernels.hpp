@@ -258,21 +258,12 @@ struct GemvParams {
   // before the graph runs); false looks them up in the epilogue (a measurement switch, the same bits).
   bool rope_early = true;
   int rows_per_block = 1;       // set by launch_gemv
-  int sms = 0;                  // the SMs the stream may use (a green context's part), 0: the device's
   QkvRopeParams rope;           // Rope only
   // Store only, optional: each block's greedy pick among the outputs it wrote, for launch_argmax_parts: the
   // best value and its output index of row r at [r * gemv_blocks + block] (argmax_token's rule).
   float* pick_value = nullptr;
   int* pick_index = nullptr;
 };
-// Streams whose kernels run in the remote memory-synchronization domain (sm_90; launch_kernel gives each launch
-// on them the attribute, captured ones included): a fence or kernel boundary in one domain waits only for
-// that domain's memory traffic, so a draft model's steps beside a verify window need not lengthen the
-// target's kernel boundaries. Ordering between domains comes from stream order and events, which is all the
-// backends share. set_remote_sync_domain(s, true) registers the stream of a backend with
-// CudaBackendOptions::remote_sync_domain, (s, false) forgets it; a device with one domain ignores both.
-void set_remote_sync_domain(cudaStream_t stream, bool remote);
-bool remote_sync_domain(cudaStream_t stream);
 // The current device's SM count, read once (the GEMV's task split over one wave of blocks).
 int device_sm_count();
 // k a multiple of 8, short enough for the staged row (about 56k floats).

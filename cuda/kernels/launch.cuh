@@ -11,7 +11,6 @@
 #include <cstring>
 
 #include "cuda/cuda_check.hpp"
-#include "cuda/kernels/kernels.hpp"  // remote_sync_domain
 #include "cuda/kernels/kernel_trace.hpp"
 
 namespace strata {
@@ -85,23 +84,16 @@ __device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepc
 template <class... Params, class... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                    Args&&... args) {
-  cudaLaunchAttribute attr[2];
-  unsigned n = 0;
-  if (pdl_enabled()) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (remote_sync_domain(stream)) {  // a draft model's stream (kernels.hpp)
-    attr[n].id = cudaLaunchAttributeMemSyncDomain;
-    attr[n++].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
-  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = n;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
   STRATA_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
 }
 

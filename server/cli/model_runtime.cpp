@@ -95,8 +95,6 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     // STRATA_DRAFT_SKINNY=0|1 overrides the choice, for comparisons.
     if (shape.draft && !shape.batch_invariant) {
       bool skinny = CudaBackend::skinny_folds(model->config);
-      // On a part of the device (STRATA_DRAFT_SMS) the fused GEMV, one wave of blocks over the part's SMs.
-      if (const char* e = std::getenv("STRATA_DRAFT_SMS"); e && *e && std::atoi(e) > 0) skinny = false;
       if (const char* e = std::getenv("STRATA_DRAFT_SKINNY"); e && *e) skinny = std::atoi(e) == 1;
       if (skinny) {
         opts.gemm_min_rows = kServerGemmMinRows;
@@ -121,21 +119,6 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     // (docs/PERFORMANCE.md, run 125), so it stays a switch for comparisons.
     if (const char* e = std::getenv("STRATA_CUDA_STREAM_PRIORITY"); e && *e && std::atoi(e) != 0)
       opts.stream_priority = shape.draft ? -1 : 1;
-    // STRATA_DRAFT_SYNC_DOMAIN=1 runs a draft model's kernels in the remote memory-synchronization domain, so
-    // that the target's kernel boundaries do not wait for the draft's memory traffic beside them. Off until a
-    // benchmark shows it pays.
-    if (const char* e = std::getenv("STRATA_DRAFT_SYNC_DOMAIN"); e && *e && shape.draft)
-      opts.remote_sync_domain = std::atoi(e) != 0;
-    // STRATA_DRAFT_SMS=N puts a draft model's kernels on a group of about N SMs and the target's on the rest
-    // (green contexts), so the draft's steps beside a verify window hold no SM a target kernel waits for. Off
-    // until a benchmark shows it pays.
-    // STRATA_DRAFT_SMS_TARGET=0 leaves the target on the whole device (the draft's blocks then only take SMs
-    // of its group).
-    if (const char* e = std::getenv("STRATA_DRAFT_SMS"); e && *e && std::atoi(e) > 0 && !shape.batch_invariant) {
-      const char* t = std::getenv("STRATA_DRAFT_SMS_TARGET");
-      const bool target_too = !(t && *t && std::atoi(t) == 0);
-      opts.sm_partition = shape.draft ? std::atoi(e) : target_too ? -std::atoi(e) : 0;
-    }
     opts.gemm_autotune = shape.gemm_autotune;
     opts.warm_up_decode = shape.graph_warmup;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };
