@@ -865,7 +865,12 @@ struct Engine::Impl {
     budget.exact_rows = info.exact_rows;
     const auto d0 = Clock::now();
     propose_drafts(inc, live, budget);
-    if (opts.metrics) opts.metrics->spec_draft_time(seconds(d0, Clock::now()));
+    if (opts.metrics) {
+      bool drafted = false, ahead = true;
+      for (const SlotState* s : live)
+        if (!s->drafts.empty()) drafted = true, ahead = ahead && s->drafts_ahead;
+      opts.metrics->spec_draft_time(seconds(d0, Clock::now()), drafted && ahead);
+    }
     PlannedWindow plan;
     std::vector<RowResult> results;
     auto t0 = Clock::now();

@@ -69,8 +69,13 @@ Metrics::Metrics(std::shared_ptr<prometheus::Registry> registry, const std::stri
                        .Name("strata_spec_accepted_per_position_total")
                        .Help("Draft tokens accepted, by position in the draft (0 = first)")
                        .Register(*registry_)),
-      draft_seconds_(counter(*registry_, "strata_spec_draft_seconds_total",
-                             "Seconds the engine thread spent in drafters' proposals")),
+      draft_seconds_(prometheus::BuildCounter()
+                         .Name("strata_spec_draft_seconds_total")
+                         .Help("Seconds the engine thread spent in drafters' proposals, by round: ahead (every "
+                               "proposal made while the window before ran) or waiting (some drafted then)")
+                         .Register(*registry_)),
+      draft_seconds_ahead_(draft_seconds_.Add({{"round", "ahead"}})),
+      draft_seconds_waiting_(draft_seconds_.Add({{"round", "waiting"}})),
       drafts_ahead_(counter(*registry_, "strata_spec_drafts_ahead_total",
                             "Speculative drafts verified that the draft model made ahead, while the window before ran")),
       stalls_(counter(*registry_, "strata_watchdog_stalls_total", "Backend calls the watchdog declared stalled")),

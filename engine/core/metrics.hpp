@@ -51,7 +51,9 @@ class Metrics {
   void spec_draft(int drafted, int accepted);
   void spec_accepted_at(int position);
   void spec_drafted_ahead() { drafts_ahead_.Increment(); }
-  void spec_draft_time(double s) { draft_seconds_.Increment(s); }  // the engine thread's time in drafters
+  // The engine thread's time in drafters before a window; `ahead`: every proposal it verifies was made while
+  // the window before ran (a draft model's stream), else some had to be drafted now.
+  void spec_draft_time(double s, bool ahead) { (ahead ? draft_seconds_ahead_ : draft_seconds_waiting_).Increment(s); }
   void watchdog_stall() { stalls_.Increment(); }
   void engine_restart() { restarts_.Increment(); }
 
@@ -86,7 +88,9 @@ class Metrics {
   prometheus::Counter& draft_tokens_;
   prometheus::Counter& accepted_tokens_;
   prometheus::Family<prometheus::Counter>& accepted_at_;
-  prometheus::Counter& draft_seconds_;
+  prometheus::Family<prometheus::Counter>& draft_seconds_;
+  prometheus::Counter& draft_seconds_ahead_;
+  prometheus::Counter& draft_seconds_waiting_;
   prometheus::Counter& drafts_ahead_;
   prometheus::Counter& stalls_;
   prometheus::Counter& restarts_;

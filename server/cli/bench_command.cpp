@@ -139,13 +139,14 @@ struct SpecCounters {
   double windows = 0, drafted = 0, accepted = 0;
   double ahead = 0;                       // verify windows whose drafts were made ahead
   double draft_s = 0;                     // the engine thread's time in drafters
+  double draft_ahead_s = 0;               // of which before windows whose every proposal was made ahead
   double steps = 0, step_s = 0;           // backend windows of the target and their time
   std::vector<double> accepted_at;  // [j]: drafts accepted at position j of their window (0 = first)
 
   SpecCounters minus(const SpecCounters& before) const {
     SpecCounters d{windows - before.windows, drafted - before.drafted, accepted - before.accepted,
-                   ahead - before.ahead,      draft_s - before.draft_s, steps - before.steps,
-                   step_s - before.step_s,    accepted_at};
+                   ahead - before.ahead,      draft_s - before.draft_s, draft_ahead_s - before.draft_ahead_s,
+                   steps - before.steps,      step_s - before.step_s,   accepted_at};
     for (size_t j = 0; j < d.accepted_at.size() && j < before.accepted_at.size(); ++j)
       d.accepted_at[j] -= before.accepted_at[j];
     return d;
@@ -160,7 +161,12 @@ SpecCounters read_counters(prometheus::Registry& registry) {
     if (f.name == "strata_spec_drafts_total") c.windows = sum;
     if (f.name == "strata_spec_draft_tokens_total") c.drafted = sum;
     if (f.name == "strata_spec_accepted_tokens_total") c.accepted = sum;
-    if (f.name == "strata_spec_draft_seconds_total") c.draft_s = sum;
+    if (f.name == "strata_spec_draft_seconds_total") {
+      c.draft_s = sum;
+      for (const prometheus::ClientMetric& m : f.metric)
+        for (const prometheus::ClientMetric::Label& l : m.label)
+          if (l.name == "round" && l.value == "ahead") c.draft_ahead_s += m.counter.value;
+    }
     if (f.name == "strata_spec_drafts_ahead_total") c.ahead = sum;
     if (f.name == "strata_window_duration_seconds")
       for (const prometheus::ClientMetric& m : f.metric) {
@@ -432,6 +438,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"target_windows", static_cast<long>(r.spec.steps)},
                           {"target_window_seconds", r.spec.step_s},
                           {"draft_seconds", r.spec.draft_s},
+                          {"draft_seconds_ahead", r.spec.draft_ahead_s},
                           {"drafts_ahead", static_cast<long>(r.spec.ahead)}};
       // Per target window: its own time and the drafting before it (ms).
       const double win_ms = r.spec.steps > 0 ? 1e3 * r.spec.step_s / r.spec.steps : 0.0;

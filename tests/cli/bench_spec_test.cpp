@@ -83,8 +83,10 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
     CHECK(row["target_window_seconds"].get<double>() > 0.0);
     CHECK(row["target_window_seconds"].get<double>() + row["draft_seconds"].get<double>() <=
           row["wall_s"].get<double>() * 1.01 + 1e-3);  // the engine thread's time lies within the rounds'
-    // Drafts made ahead: only the draft model's, on a backend that overlaps them (not this CPU one).
+    // Drafts made ahead: only the draft model's, on a backend that overlaps them (not this CPU one); so no
+    // drafting time is an ahead round's.
     CHECK(row["drafts_ahead"] == 0);
+    CHECK(row["draft_seconds_ahead"] == 0.0);
     if (row["mode"] == "off") {
       CHECK(row["speedup"] == 1.0);
       CHECK(windows == 0);

@@ -76,11 +76,16 @@ struct Rig {
         [&m]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(m, backend_opts()); },
         fixture_tokenizer(), m.generation.eos_token_ids, o);
   }
-  double counter(const std::string& name) const {
+  // A counter's value, summed over its series, or over those with the label `only` (name, value) when given.
+  double counter(const std::string& name, std::pair<std::string, std::string> only = {}) const {
     double sum = 0;
     for (const auto& f : registry->Collect())
       if (f.name == name)
-        for (const auto& m : f.metric) sum += m.counter.value;
+        for (const auto& m : f.metric) {
+          bool match = only.first.empty();
+          for (const auto& l : m.label) match = match || (l.name == only.first && l.value == only.second);
+          if (match) sum += m.counter.value;
+        }
     return sum;
   }
 };
@@ -291,6 +296,9 @@ TEST_CASE("CPU: drafting ahead with a draft identical to the target answers prop
         Rig spec("qwen3", options(alone));
         CHECK(run_alone(spec, s, 0) == run_alone(plain, s, 0));
         ahead_windows = spec.counter("strata_spec_drafts_ahead_total");
+        // The drafting time is split by round: the first chain of each request waits, the stream's rounds not.
+        CHECK(spec.counter("strata_spec_draft_seconds_total", {"round", "ahead"}) > 0.0);
+        CHECK(spec.counter("strata_spec_draft_seconds_total", {"round", "waiting"}) > 0.0);
       }
       {
         Rig spec("qwen3", options(batch));
