@@ -251,6 +251,11 @@ std::vector<OptionSpec> make_table() {
                       "most this many, and the rest of its proposal ahead during the target's window; 0 = up to "
                       "--spec-k",
                       kScopeModel, [](Config& c) -> int& { return c.spec.draft_critical; }, 0, 64));
+  t.push_back(flag("spec-draft-lookup", P,
+                   "While a draft model drafts ahead (CUDA), a round that has to wait for its drafts first tries "
+                   "prompt lookup (the n-gram drafter): what it finds is the proposal, and the draft model drafts "
+                   "ahead past it; --spec-draft-lookup=false waits for the draft model",
+                   kScopeModel, [](Config& c) -> bool& { return c.spec.draft_lookup; }));
   {
     OptionSpec o = text("draft-model", P, "Draft model directory (required with --spec draft)", kScopeModel,
                         [](Config& c) -> std::string& { return c.spec.draft_model; }, "DIR");

@@ -4,13 +4,16 @@
 
 namespace strata {
 
-DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim, Ahead ahead, int critical)
+DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim, Ahead ahead, int critical,
+                                     std::unique_ptr<Drafter> lookup)
     : draft_(std::move(draft)), feature_dim_(feature_dim), shift_(feature_dim > 0 ? 1 : 0) {
   if (!draft_) throw Error("draft-model drafter: no draft backend");
   if (feature_dim < 0) throw Error("draft-model drafter: feature_dim must not be negative");
   if (critical < 0) throw Error("draft-model drafter: critical steps must not be negative");
   ahead_on_ = ahead == Ahead::On || (ahead == Ahead::Auto && draft_->overlaps_ahead());
   critical_ = ahead_on_ ? critical : 0;
+  // A lookup proposal is fed to the draft as tokens: a feature draft would need the target's features of them.
+  if (ahead_on_ && feature_dim == 0) lookup_ = std::move(lookup);
 }
 
 bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std::vector<TokenId>* drafts) {
@@ -203,7 +206,8 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
   struct Live {
     DraftModelDrafter* d;
     DraftJob* job;
-    size_t from;  // the first entry to feed
+    size_t from;                 // the first entry to feed
+    std::vector<TokenId> found;  // the lookup's proposal, fed after the history's entries (or none)
   };
   std::vector<Live> live;
   std::vector<DraftJob*> hits;
@@ -218,7 +222,11 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       continue;
     }
     if (!d->prepare(h)) continue;
-    live.push_back(Live{d, &j, d->cached_.size()});
+    std::vector<TokenId> found;
+    if (d->lookup_) found = d->lookup_->propose(h, j.max_k);
+    if (found.size() > size_t(j.max_k)) found.resize(size_t(j.max_k));
+    if (!found.empty()) ++d->lookup_proposals_;
+    live.push_back(Live{d, &j, d->cached_.size(), std::move(found)});
   }
   // The streams go on while the target verifies (while_verifying); a chain run after them (jobs that missed)
   // would wait for their steps first, so they go on only when no job needs one.
@@ -256,9 +264,14 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     const size_t begin = g;
     for (; g < live.size(); ++g) {
       const std::vector<TokenId>& h = *live[g].job->history;
-      const size_t n = live[g].d->entries(h) - live[g].from;
+      const std::vector<TokenId>& found = live[g].found;
+      const size_t end = live[g].d->entries(h);
+      const size_t n = end - live[g].from + found.size();
       if (!w0.rows.empty() && w0.rows.size() + n > max_rows) break;
-      live[g].d->add_entries(w0, h, live[g].from, live[g].d->entries(h));
+      live[g].d->add_entries(w0, h, live[g].from, end);
+      // A lookup proposal's tokens follow as known entries (token drafts only: entry i is token i).
+      for (size_t t = 0; t < found.size(); ++t)
+        w0.rows.push_back(Row{live[g].d->slot_, found[t], static_cast<int32_t>(end + t)});
       w0.rows.back().want_pick = true;
       steps = std::max(steps, live[g].job->max_k);
     }
@@ -290,6 +303,24 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       Live& l = live[begin + i];
       DraftModelDrafter& d = *l.d;
       const std::vector<TokenId>& h = *l.job->history;
+      if (!l.found.empty()) {
+        // The proposal is the lookup's; the chain's picks after it start the stream (the guess first).
+        d.cached_.assign(h.begin(), h.end());
+        d.cached_.insert(d.cached_.end(), l.found.begin(), l.found.end());
+        for (int j = 0; j + 1 < steps; ++j) d.cached_.push_back(picks[size_t(j)][i]);
+        d.held_ = d.entries(h) + l.found.size() + static_cast<size_t>(steps) - 1 + static_cast<size_t>(ahead);
+        l.job->drafts = l.found;
+        d.drop_ahead();
+        if (group) {
+          d.ahead_ = group;
+          ++group->holders;
+          d.ahead_index_ = i;
+          d.ahead_base_ = h;
+          d.ahead_base_.insert(d.ahead_base_.end(), l.found.begin(), l.found.end());
+          for (int j = 0; j < steps; ++j) d.stream_.push_back(picks[size_t(j)][i]);
+        }
+        continue;
+      }
       d.cached_.assign(h.begin() + static_cast<long>(d.shift_), h.end());
       for (int j = 0; j < steps; ++j) {
         if (j < l.job->max_k) l.job->drafts.push_back(picks[size_t(j)][i]);

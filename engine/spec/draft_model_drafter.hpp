@@ -37,11 +37,16 @@ namespace strata {
 // critical > 0 (drafting ahead only) caps the steps a round drafts when it must wait for them: such a round
 // proposes at most that many drafts, the cheaper round on the path, and its stream still drafts as many as
 // the engine asks for.
+//
+// `lookup` (drafting ahead, token drafts only; optional) is asked first in such a round: a drafter that costs
+// no device work (prompt lookup). When it proposes something, that is the round's proposal, up to k tokens
+// where the draft would have waited for `critical`: the draft model feeds it as known tokens in the chain's
+// first window, and the chain's picks after it are the stream (the guess of the target's next pick first).
 class DraftModelDrafter : public Drafter {
  public:
   enum class Ahead { Auto, On, Off };
   explicit DraftModelDrafter(std::shared_ptr<Backend> draft, int feature_dim = 0, Ahead ahead = Ahead::Auto,
-                             int critical = 0);
+                             int critical = 0, std::unique_ptr<Drafter> lookup = nullptr);
   ~DraftModelDrafter() override;
   DraftModelDrafter(const DraftModelDrafter&) = delete;
   DraftModelDrafter& operator=(const DraftModelDrafter&) = delete;
@@ -66,6 +71,8 @@ class DraftModelDrafter : public Drafter {
 
   // Proposals answered from the stream, ahead chains run, and streams extended (tests, logs).
   int ahead_hits() const { return ahead_hits_; }
+  // Proposals `lookup` made in rounds that waited.
+  int lookup_proposals() const { return lookup_proposals_; }
   int ahead_runs() const { return ahead_runs_; }
   int ahead_extends() const { return ahead_extends_; }
 
@@ -107,6 +114,8 @@ class DraftModelDrafter : public Drafter {
   int feature_dim_ = 0;
   bool ahead_on_ = false;
   int critical_ = 0;
+  std::unique_ptr<Drafter> lookup_;  // null unless drafting ahead with a token draft
+  int lookup_proposals_ = 0;
   std::shared_ptr<AheadGroup> ahead_;  // the steps whose picks follow stream_, if any
   bool ahead_appended_ = false;        // their picks are in stream_ already
   size_t ahead_index_ = 0;             // this job's index among their picks

@@ -64,6 +64,7 @@ struct SpecBenchArgs {
   int spec_k = 4;
   int spec_max_batch = 0;
   int spec_draft_critical = 1;
+  bool spec_draft_lookup = true;
   int max_tokens = 128;
   int threads = 0;
   int ctx_size = 0;
@@ -295,11 +296,13 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   if (flag("spec-k")) config.spec.k = args.spec_k;
   if (flag("spec-max-batch")) config.spec.max_batch = args.spec_max_batch;
   if (flag("spec-draft-critical")) config.spec.draft_critical = args.spec_draft_critical;
+  if (flag("spec-draft-lookup")) config.spec.draft_lookup = args.spec_draft_lookup;
   if (flag("draft-model")) config.spec.draft_model = args.draft_model;
   args.draft_model = config.spec.draft_model;
   args.spec_k = config.spec.k;
   args.spec_max_batch = config.spec.max_batch;
   args.spec_draft_critical = config.spec.draft_critical;
+  args.spec_draft_lookup = config.spec.draft_lookup;
 
   if (args.modes.empty()) {
     args.modes = {"off", "ngram"};
@@ -490,6 +493,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"spec_k", args.spec_k},
                           {"spec_max_batch", args.spec_max_batch},
                           {"spec_draft_critical", args.spec_draft_critical},
+                          {"spec_draft_lookup", args.spec_draft_lookup},
                           {"max_tokens", args.max_tokens},
                           {"batches", batches},
                           {"modes", modes},
@@ -545,6 +549,9 @@ Command add_bench_command(CLI::App& root) {
   spec->add_option("--spec-draft-critical", args->spec_draft_critical,
                    "Drafting ahead: drafts of a round that waits for them, at most; 0 = up to --spec-k")
       ->check(CLI::Range(0, 64))->capture_default_str();
+  spec->add_option("--spec-draft-lookup", args->spec_draft_lookup,
+                   "Drafting ahead: a round that waits for drafts first tries prompt lookup")
+      ->capture_default_str();
   spec->add_option("--max-tokens", args->max_tokens, "Tokens generated per request (EOS ignored)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   spec->add_option("--warmup-tokens", args->warmup_tokens, "Tokens per request of the untimed warm-up rounds")

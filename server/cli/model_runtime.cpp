@@ -268,8 +268,14 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   if (const char* e = std::getenv("STRATA_DRAFT_AHEAD"); e && *e)
     ahead = std::atoi(e) != 0 ? DraftModelDrafter::Ahead::On : DraftModelDrafter::Ahead::Off;
   const int critical = config.spec.draft_critical;
-  config.engine.speculation.drafter_factory = [backend, feature_dim, ahead, critical]() -> std::unique_ptr<Drafter> {
-    return std::make_unique<DraftModelDrafter>(backend, feature_dim, ahead, critical);
+  // --spec-draft-lookup: a round that waits for drafts first tries prompt lookup (with the n-gram drafter's
+  // settings), and the draft model drafts ahead past what it found (docs/PERFORMANCE.md, run 127).
+  const bool lookup = config.spec.draft_lookup;
+  const int ngram_min = config.engine.speculation.ngram_min, ngram_max = config.engine.speculation.ngram_max;
+  config.engine.speculation.drafter_factory = [backend, feature_dim, ahead, critical, lookup, ngram_min,
+                                               ngram_max]() -> std::unique_ptr<Drafter> {
+    return std::make_unique<DraftModelDrafter>(backend, feature_dim, ahead, critical,
+                                               lookup ? std::make_unique<NgramDrafter>(ngram_min, ngram_max) : nullptr);
   };
   const int max_batch = config.engine.speculation.max_batch;
   const bool ahead_on = ahead == DraftModelDrafter::Ahead::On ||
@@ -278,8 +284,10 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
                feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
                device_name(runtime.device), config.spec.k,
                !ahead_on      ? std::string()
-               : critical > 0 ? ", drafting ahead (at most " + std::to_string(critical) + " before a waiting window)"
-                              : std::string(", drafting ahead"),
+               : critical > 0 ? ", drafting ahead (at most " + std::to_string(critical) + " before a waiting window" +
+                                    (lookup && feature_dim == 0 ? ", or prompt lookup's)" : ")")
+                              : std::string(lookup && feature_dim == 0 ? ", drafting ahead (prompt lookup first)"
+                                                                       : ", drafting ahead"),
                max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
                              : std::string("at every batch size"));
 }

@@ -187,6 +187,18 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
   const RunResult bad = run_strata(negative);
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.err, Contains("spec-draft-critical"));
+  // Prompt lookup in waiting rounds is on by default and can be turned off; a value that is not a boolean is
+  // refused, naming the flag.
+  std::vector<std::string> no_lookup = draft;
+  no_lookup.insert(no_lookup.end(), {"--spec-draft-lookup=false"});
+  const RunResult nl = run_strata(no_lookup);
+  REQUIRE(nl.exit_code == 0);
+  CHECK(nl.out == off.out);
+  std::vector<std::string> bad_lookup = draft;
+  bad_lookup.insert(bad_lookup.end(), {"--spec-draft-lookup=maybe"});
+  const RunResult bl = run_strata(bad_lookup);
+  CHECK(bl.exit_code != 0);
+  CHECK_THAT(bl.err, Contains("spec-draft-lookup"));
 }
 
 TEST_CASE("strata generate with a feature draft prints the completion of --spec off; its target must match it") {

@@ -177,27 +177,47 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
   static const auto feature_draft =
       load_model(STRATA_SOURCE_DIR "/tests/data/models/qwen3_feature_draft", &fixture("qwen3"));
   using Ahead = DraftModelDrafter::Ahead;
+  // Each request's drafter adds the proposals prompt lookup made when it goes.
+  struct LookupCounting : DraftModelDrafter {
+    LookupCounting(std::shared_ptr<Backend> b, int dim, Ahead a, int critical, bool lookup,
+                   std::shared_ptr<std::atomic<int>> n)
+        : DraftModelDrafter(std::move(b), dim, a, critical, lookup ? std::make_unique<NgramDrafter>() : nullptr),
+          n_(std::move(n)) {}
+    ~LookupCounting() override { *n_ += lookup_proposals(); }
+    std::shared_ptr<std::atomic<int>> n_;
+  };
   for (bool features : {false, true}) {
     for (Sampling s : {Sampling::Greedy, Sampling::Seeded})
-    for (int mode : {0, 1, 2}) {  // no drafting ahead; drafting ahead; and with at most 1 draft on the path
+    // No drafting ahead; drafting ahead; with at most 1 draft on the path; and with prompt lookup first there.
+    for (int mode : {0, 1, 2, 3}) {
       const Ahead ahead = mode == 0 ? Ahead::Off : Ahead::On;
-      const int critical = mode == 2 ? 1 : 0;
+      const int critical = mode >= 2 ? 1 : 0;
+      const bool lookup = mode == 3;
       DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ")
                       << name(s)
-                      << (mode == 1 ? ", drafting ahead" : mode == 2 ? ", drafting ahead, critical 1" : "")) {
+                      << (mode == 1   ? ", drafting ahead"
+                          : mode == 2 ? ", drafting ahead, critical 1"
+                          : mode == 3 ? ", drafting ahead, critical 1, prompt lookup"
+                                      : "")) {
         Rig plain("qwen3", with(SpeculationMode::Off, 1));
         auto expect = run_alone(plain, s, 5);
         const Model& dm = features ? *feature_draft : fixture("llama");
         const int dim = features ? dm.config.hidden_size : 0;
         auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(dm, backend_opts()));
+        auto looked_up = std::make_shared<std::atomic<int>>(0);
         EngineOptions o = with(SpeculationMode::Draft, 3);
-        o.speculation.drafter_factory = [draft, dim, ahead, critical] {
-          return std::make_unique<DraftModelDrafter>(draft, dim, ahead, critical);
+        o.speculation.drafter_factory = [draft, dim, ahead, critical, lookup, looked_up] {
+          return std::make_unique<LookupCounting>(draft, dim, ahead, critical, lookup, looked_up);
         };
-        Rig spec("qwen3", o);
-        CHECK(run_alone(spec, s, 5) == expect);
-        CHECK(run_batch(spec, s, 5) == expect);
-        CHECK(spec.counter("strata_spec_draft_tokens_total") > 0);
+        {
+          Rig spec("qwen3", o);
+          CHECK(run_alone(spec, s, 5) == expect);
+          CHECK(run_batch(spec, s, 5) == expect);
+          CHECK(spec.counter("strata_spec_draft_tokens_total") > 0);
+        }
+        // A feature draft takes no lookup proposals (it would need the target's features of them).
+        if (lookup && !features) CHECK(looked_up->load() > 0);
+        else CHECK(looked_up->load() == 0);
       }
     }
   }
