@@ -284,8 +284,10 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
                feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
                device_name(runtime.device), config.spec.k,
                !ahead_on      ? std::string()
-               : critical > 0 ? ", drafting ahead (at most " + std::to_string(critical) + " before a waiting window" +
-                                    (lookup && feature_dim == 0 ? ", or prompt lookup's)" : ")")
+               : critical > 0 ? ", drafting ahead (at most " + std::to_string(critical) + " draft" +
+                                    (critical > 1 ? "s" : "") +
+                                    (lookup && feature_dim == 0 ? ", or what prompt lookup finds," : "") +
+                                    " before a waiting window)"
                               : std::string(lookup && feature_dim == 0 ? ", drafting ahead (prompt lookup first)"
                                                                        : ", drafting ahead"),
                max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
