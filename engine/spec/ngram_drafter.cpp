@@ -4,21 +4,59 @@
 
 namespace strata {
 
-NgramDrafter::NgramDrafter(int min_n, int max_n) : min_n_(std::max(1, min_n)), max_n_(std::max(min_n_, max_n)) {}
+namespace {
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t ngram_hash(const TokenId* t, int n) {
+  uint64_t h = mix(static_cast<uint64_t>(n));
+  for (int i = 0; i < n; ++i) h = mix(h ^ static_cast<uint32_t>(t[i]));
+  return h;
+}
+
+}  // namespace
+
+NgramDrafter::NgramDrafter(int min_n, int max_n)
+    : min_n_(std::max(1, min_n)), max_n_(std::max(min_n_, max_n)), last_(size_t(max_n_ - min_n_ + 1)) {}
+
+void NgramDrafter::index(const std::vector<TokenId>& h) {
+  if (h.size() < seen_.size() || !std::equal(seen_.begin(), seen_.end(), h.begin())) {
+    seen_.clear();
+    for (auto& m : last_) m.clear();
+  }
+  // An n-gram ending at p (its continuation starting at p) is eligible while p < h.size(): the suffix
+  // itself ends at h.size().
+  for (size_t p = seen_.size(); p < h.size(); ++p)
+    for (int n = min_n_; n <= max_n_ && size_t(n) <= p; ++n)
+      last_[size_t(n - min_n_)][ngram_hash(h.data() + (p - size_t(n)), n)] = static_cast<int32_t>(p);
+  seen_.insert(seen_.end(), h.begin() + static_cast<long>(seen_.size()), h.end());
+}
 
 std::vector<TokenId> NgramDrafter::propose(const std::vector<TokenId>& history, int max_k) {
   const int len = static_cast<int>(history.size());
   if (max_k <= 0 || len < 2) return {};
+  index(history);
   for (int n = std::min(max_n_, len - 1); n >= min_n_; --n) {
     const TokenId* suffix = history.data() + (len - n);
-    // Most recent earlier occurrence whose continuation starts before the suffix itself.
-    for (int start = len - n - 1; start >= 0; --start) {
-      if (!std::equal(suffix, suffix + n, history.data() + start)) continue;
-      const int from = start + n;
-      const int take = std::min(max_k, len - from);
-      if (take <= 0) continue;
-      return std::vector<TokenId>(history.begin() + from, history.begin() + from + take);
+    const auto& m = last_[size_t(n - min_n_)];
+    const auto it = m.find(ngram_hash(suffix, n));
+    int from = -1;
+    if (it != m.end() && std::equal(suffix, suffix + n, history.data() + (it->second - n))) {
+      from = it->second;
+    } else if (it != m.end()) {
+      // Another n-gram with the same hash: the most recent earlier occurrence, by a scan.
+      for (int start = len - n - 1; start >= 0 && from < 0; --start)
+        if (std::equal(suffix, suffix + n, history.data() + start)) from = start + n;
     }
+    if (from < 0) continue;
+    const int take = std::min(max_k, len - from);
+    return std::vector<TokenId>(history.begin() + from, history.begin() + from + take);
   }
   return {};
 }

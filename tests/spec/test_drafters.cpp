@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <random>
+#include <utility>
+
 #include "engine/spec/drafter.hpp"
 
 using strata::AdaptiveK;
@@ -44,4 +47,43 @@ TEST_CASE("adaptive k backs off to one draft when acceptance is low and recovers
   for (int i = 0; i < 12; ++i) k.update(k.next(), k.next());
   CHECK(k.next() == 6);
   CHECK(k.acceptance() > 0.6);
+}
+
+namespace {
+// The n-gram drafter's rule by a plain scan of the history: the reference its index must agree with.
+std::vector<TokenId> scan_reference(const std::vector<TokenId>& h, int min_n, int max_n, int max_k) {
+  const int len = static_cast<int>(h.size());
+  if (max_k <= 0 || len < 2) return {};
+  for (int n = std::min(max_n, len - 1); n >= min_n; --n)
+    for (int start = len - n - 1; start >= 0; --start)
+      if (std::equal(h.begin() + (len - n), h.end(), h.begin() + start)) {
+        const int from = start + n, take = std::min(max_k, len - from);
+        return std::vector<TokenId>(h.begin() + from, h.begin() + from + take);
+      }
+  return {};
+}
+}  // namespace
+
+TEST_CASE("n-gram drafter proposes what a scan of the history finds, as the history grows or is replaced") {
+  std::mt19937 rng(12345);
+  for (int vocab : {3, 8, 50}) {  // small vocabularies repeat often; larger ones rarely
+    for (auto [min_n, max_n] : {std::pair<int, int>{1, 4}, {2, 3}, {1, 1}, {3, 6}}) {
+      NgramDrafter d(min_n, max_n);
+      std::vector<TokenId> h;
+      for (int step = 0; step < 400; ++step) {
+        const int what = int(rng() % 10);
+        if (what == 0) {
+          h.resize(rng() % (h.size() + 1));  // cut back (a history that is not an extension)
+        } else if (what == 1 && !h.empty()) {
+          h[rng() % h.size()] = TokenId(rng() % vocab);  // changed inside
+        } else {
+          const int add = 1 + int(rng() % 5);  // grows, as accepted tokens arrive
+          for (int i = 0; i < add; ++i) h.push_back(TokenId(rng() % vocab));
+        }
+        const int k = int(rng() % 6);
+        INFO("vocab " << vocab << ", n " << min_n << ".." << max_n << ", step " << step << ", length " << h.size());
+        REQUIRE(d.propose(h, k) == scan_reference(h, min_n, max_n, k));
+      }
+    }
+  }
 }
