@@ -303,40 +303,29 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       Live& l = live[begin + i];
       DraftModelDrafter& d = *l.d;
       const std::vector<TokenId>& h = *l.job->history;
-      if (!l.found.empty()) {
-        // The proposal is the lookup's; the chain's picks after it start the stream (the guess first).
-        d.cached_.assign(h.begin(), h.end());
-        d.cached_.insert(d.cached_.end(), l.found.begin(), l.found.end());
-        for (int j = 0; j + 1 < steps; ++j) d.cached_.push_back(picks[size_t(j)][i]);
-        d.held_ = d.entries(h) + l.found.size() + static_cast<size_t>(steps) - 1 + static_cast<size_t>(ahead);
-        l.job->drafts = l.found;
-        d.drop_ahead();
-        if (group) {
-          d.ahead_ = group;
-          ++group->holders;
-          d.ahead_index_ = i;
-          d.ahead_base_ = h;
-          d.ahead_base_.insert(d.ahead_base_.end(), l.found.begin(), l.found.end());
-          for (int j = 0; j < steps; ++j) d.stream_.push_back(picks[size_t(j)][i]);
-        }
-        continue;
-      }
+      // With a lookup proposal (token drafts only), it is the proposal: its tokens were fed before the chain's
+      // steps, whose picks then start the stream (the guess first). Otherwise the picks are the proposal.
+      const std::vector<TokenId>& found = l.found;
       d.cached_.assign(h.begin() + static_cast<long>(d.shift_), h.end());
+      d.cached_.insert(d.cached_.end(), found.begin(), found.end());
+      if (!found.empty()) l.job->drafts = found;
       for (int j = 0; j < steps; ++j) {
-        if (j < l.job->max_k) l.job->drafts.push_back(picks[size_t(j)][i]);
+        if (found.empty() && j < l.job->max_k) l.job->drafts.push_back(picks[size_t(j)][i]);
         // Fed to step j + 1; a feature draft's chained entries read its own features, not the target's.
         if (j + 1 < steps && d.shift_ == 0) d.cached_.push_back(picks[size_t(j)][i]);
       }
-      d.held_ = d.entries(h) + static_cast<size_t>(steps) - 1 + static_cast<size_t>(ahead);
+      d.held_ = d.entries(h) + found.size() + static_cast<size_t>(steps) - 1 + static_cast<size_t>(ahead);
       d.drop_features_before(d.entries(h));
-      // A job with fewer drafts than the chain's steps would need other ahead steps than these.
       d.drop_ahead();
-      if (group && l.job->max_k >= steps) {
+      // A job with fewer drafts than the chain's steps would need other ahead steps than these.
+      if (group && (!found.empty() || l.job->max_k >= steps)) {
         d.ahead_ = group;
         ++group->holders;
         d.ahead_index_ = i;
         d.ahead_base_ = h;
         d.ahead_base_.insert(d.ahead_base_.end(), l.job->drafts.begin(), l.job->drafts.end());
+        if (!found.empty())
+          for (int j = 0; j < steps; ++j) d.stream_.push_back(picks[size_t(j)][i]);
       }
     }
   }
