@@ -782,12 +782,13 @@ struct CudaBackend::Impl {
   // picks that are not plain device argmaxes, outputs besides them, a step shape whose GEMMs are untimed, or
   // a chain past the window or context limits; the caller then runs the steps as windows.
   // With ahead > 0, `ahead` more steps follow in a graph of their own, left running (run_chain_ahead): out gets
-  // the first `steps` steps' picks, and settle_ahead() the rest.
+  // the first `steps` steps' picks (none when steps is 0: then the host waits for nothing), and settle_ahead()
+  // the rest.
   bool chain(const Window& w0, int steps, std::vector<std::vector<TokenId>>* out, int ahead = 0,
              uint64_t ticket = 0) {
     quiesce();
     const int total = steps + std::max(ahead, 0);
-    if (in_flight || steps < 1 || total < 2 || w0.rows.empty()) return false;
+    if (in_flight || steps < 0 || (steps == 0 && ahead < 1) || total < 2 || w0.rows.empty()) return false;
     std::vector<size_t> picking;
     std::vector<bool> seen(size_t(opts.max_slots) + 1, false);
     for (size_t i = 0; i < w0.rows.size(); ++i) {
@@ -820,7 +821,7 @@ struct CudaBackend::Impl {
     chain_buffers(n_later * stride, kept_words, S);
     // The later steps' graphs (captured now, before anything is queued): those whose picks go back now, and
     // the ahead steps'.
-    const size_t n_now = size_t(steps - 1);
+    const size_t n_now = size_t(std::max(steps - 1, 0));
     const std::vector<cuda::WindowMeta> now_metas(metas.begin(), metas.begin() + long(n_now));
     const std::vector<cuda::WindowMeta> ahead_metas(metas.begin() + long(n_now), metas.end());
     cudaGraphExec_t exec = now_metas.empty() ? nullptr : fed_chain_for(now_metas, stride, S);
@@ -835,11 +836,13 @@ struct CudaBackend::Impl {
     // way, after the event the host waits on for the first.
     int32_t* host = chain_picks_host.get<int32_t>();
     if (exec) STRATA_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(host, kept, n_now * size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
-    STRATA_CUDA_CHECK(
-        cudaMemcpyAsync(host + n_now * size_t(S), fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+    if (steps > 0) {
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(host, kept, n_now * size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+      STRATA_CUDA_CHECK(
+          cudaMemcpyAsync(host + n_now * size_t(S), fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
+    }
     if (ahead_exec) {
-      STRATA_CUDA_CHECK(cudaEventRecord(chain_event, stream));
+      if (steps > 0) STRATA_CUDA_CHECK(cudaEventRecord(chain_event, stream));
       STRATA_CUDA_CHECK(cudaGraphLaunch(ahead_exec, stream));
       const size_t from = size_t(steps) * size_t(S);
       STRATA_CUDA_CHECK(
@@ -847,7 +850,9 @@ struct CudaBackend::Impl {
       STRATA_CUDA_CHECK(
           cudaMemcpyAsync(host + kept_words, fwd.ws.picks, size_t(S) * 4, cudaMemcpyDeviceToHost, stream));
     }
-    answer_segment(all, l0, ahead_exec ? chain_event : nullptr);  // waits for the first `steps` steps
+    // Waits for the first `steps` steps; with none, nothing waits here (the first window's picks are the ahead
+    // steps' first, read with theirs).
+    if (steps > 0) answer_segment(all, l0, ahead_exec ? chain_event : nullptr);
     const int V = cfg.vocab_size;
     auto read = [host, S, V](int j, int i) {
       const int32_t t = host[size_t(j) * size_t(S) + size_t(i)];

@@ -131,7 +131,8 @@ class Backend {
   // run_chain's order), or nothing once a later run_chain_ahead has replaced them. A backend that
   // overlaps_ahead() leaves the ahead steps running on its device when this returns, and each of its other
   // calls waits for them first; the default runs them before returning. Their rows stay in the slots like
-  // any chained step's (truncate() drops them).
+  // any chained step's (truncate() drops them). With steps 0 every step is ahead, the window's included:
+  // nothing is returned and nothing need be waited for.
   virtual std::vector<std::vector<TokenId>> run_chain_ahead(const Window& window, int steps, int ahead,
                                                             uint64_t* ticket) {
     std::vector<std::vector<TokenId>> picks = chain_windows(window, steps + (ahead > 0 ? ahead : 0), &ahead_next_);

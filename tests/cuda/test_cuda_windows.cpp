@@ -164,6 +164,22 @@ TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and histor
       for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, penalized);
       const auto a_got = next(a, b, both), a_want = next(ra, rb, want);
       for (int i = 0; i < 2; ++i) CHECK(same_bits(a_got[size_t(i)].logits, a_want[size_t(i)].logits));
+      // All 8 ahead (steps 0, as a round whose proposal prompt lookup made runs them): nothing comes back now,
+      // and the ahead picks and KV cells are the 8-step chain's; the chain goes on from them like any other.
+      for (SlotId s : {a, b}) be.reset_slot(s);
+      for (SlotId s : {a, b}) be.set_sampling(s, SamplingParams{0.0f});
+      uint64_t t_all = 0, t_on = 0;
+      CHECK(be.run_chain_ahead(first_window(a, b), 0, 5, &t_all).empty());
+      CHECK(be.chains_on_device() == 4);
+      const auto all5 = be.take_ahead(t_all);
+      REQUIRE(be.extend_ahead(t_all, 3, &t_on));
+      std::vector<std::vector<TokenId>> zero = all5;
+      const auto on3 = be.take_ahead(t_on);
+      zero.insert(zero.end(), on3.begin(), on3.end());
+      CHECK(zero == want);
+      for (SlotId s : {a, b, ra, rb}) be.set_sampling(s, penalized);
+      const auto z_got = next(a, b, zero);  // against the reference's next rows above
+      for (int i = 0; i < 2; ++i) CHECK(same_bits(z_got[size_t(i)].logits, a_want[size_t(i)].logits));
       // The same 8 steps as 3, 2 ahead and 3 more (extend_ahead, on the device from the last picks): the same
       // picks and KV cells. A chain whose slots were touched since, or not the last, does not go on.
       for (SlotId s : {a, b}) be.reset_slot(s);
@@ -172,7 +188,7 @@ TEST_CASE("a greedy chain fed on the device gives the picks, KV cells and histor
       std::vector<std::vector<TokenId>> ext = be.run_chain_ahead(first_window(a, b), 3, 2, &t0);
       const auto ahead2 = be.take_ahead(t0);
       REQUIRE(be.extend_ahead(t0, 3, &t_ext));
-      CHECK(be.chains_on_device() == 5);  // run_chain_ahead's and extend_ahead's
+      CHECK(be.chains_on_device() == 7);  // run_chain_ahead's and extend_ahead's
       CHECK(!be.extend_ahead(t0, 1, &t_none));  // not the last any more
       const auto more3 = be.take_ahead(t_ext);
       REQUIRE(ahead2.size() == 2);
