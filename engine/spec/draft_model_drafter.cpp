@@ -17,6 +17,7 @@ DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature
 }
 
 bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std::vector<TokenId>* drafts) {
+  launch_pending();    // late (no window verified its proposal), but before anything reads the slot
   cancel_extension();  // planned for the last verify window, and not run then
   if (!ahead_) return false;
   if (slot_ == kNoSlot || dirty_) {
@@ -87,7 +88,28 @@ void DraftModelDrafter::plan_extension(const std::vector<DraftJob*>& hits) {
   }
 }
 
+void DraftModelDrafter::launch_pending() {
+  if (!ahead_ || !ahead_->pending) return;
+  const std::shared_ptr<AheadGroup> g = ahead_;
+  const std::unique_ptr<PendingChain> p = std::move(g->pending);
+  try {
+    uint64_t ticket = 0;
+    if (!draft_->run_chain_ahead(p->first, 0, int(g->steps), &ticket).empty())
+      throw Error("draft backend returned picks of a chain that was to return none");
+    g->ticket = ticket;
+  } catch (...) {
+    // The slots were booked as holding the chain's rows: what they hold is unknown now.
+    for (DraftModelDrafter* d : p->members)
+      if (d->ahead_ == g) {
+        d->dirty_ = true;
+        d->drop_ahead();
+      }
+    throw;
+  }
+}
+
 void DraftModelDrafter::while_verifying() {
+  launch_pending();
   if (!ahead_ || ahead_->more < 1) return;
   const std::shared_ptr<AheadGroup> g = ahead_;
   const int more = g->more;
@@ -117,6 +139,17 @@ void DraftModelDrafter::cancel_extension() {
 DraftModelDrafter::~DraftModelDrafter() {
   cancel_extension();  // it would feed this slot too
   if (slot_ == kNoSlot) return;
+  try {
+    // The other slots of a pending chain were booked as fed by it; one of this slot alone is dropped.
+    if (ahead_ && ahead_->pending) {
+      const std::vector<DraftModelDrafter*>& m = ahead_->pending->members;
+      if (std::all_of(m.begin(), m.end(), [this](const DraftModelDrafter* d) { return d == this; }))
+        ahead_->pending.reset();
+    }
+    launch_pending();
+  } catch (...) {
+    // They are left to be reset (launch_pending marked them).
+  }
   try {
     draft_->close_slot(slot_);
   } catch (...) {
@@ -279,21 +312,33 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     // covers the engine's k.
     const int asked = steps;
     if (critical_ > 0) steps = std::min(steps, critical_);
+    // Lookup proposals are whole without the draft: where every job of the chain has one, the round waits
+    // for none of its steps (all of them drafting ahead, while the target verifies).
+    bool all_found = ahead_on_;
+    for (size_t i = begin; i < g && all_found; ++i) all_found = !live[i].found.empty();
+    if (all_found) steps = 0;
     // Drafting ahead: the guess of the target's next pick, then one draft more than asked after it (a
     // proposal kept whole makes the engine's adaptive k ask for one more next time), so a proposal kept whole
     // has the next one ready.
     const int ahead = ahead_on_ ? asked + 2 : 0;
     uint64_t ticket = 0;
-    const std::vector<std::vector<TokenId>> picks =
-        ahead > 0 ? draft_->run_chain_ahead(w0, steps, ahead, &ticket) : draft_->run_chain(w0, steps);
-    const size_t S = g - begin;
     std::shared_ptr<AheadGroup> group;
     if (ahead > 0) {
       group = std::make_shared<AheadGroup>();
-      group->ticket = ticket;
       group->steps = size_t(ahead);
       ++ahead_runs_;
     }
+    // A chain nothing waits for is launched once the target's window is (while_verifying), off the round's
+    // path; the slots are booked as if it had run.
+    std::vector<std::vector<TokenId>> picks;
+    if (all_found)
+      group->pending = std::make_unique<PendingChain>(PendingChain{std::move(w0), {}});
+    else if (ahead > 0)
+      picks = draft_->run_chain_ahead(w0, steps, ahead, &ticket);
+    else
+      picks = draft_->run_chain(w0, steps);
+    if (group) group->ticket = ticket;
+    const size_t S = g - begin;
     if (picks.size() != size_t(steps))
       throw Error("draft backend returned " + std::to_string(picks.size()) + " steps of " + std::to_string(steps));
     for (const std::vector<TokenId>& p : picks)
@@ -314,13 +359,14 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
         // Fed to step j + 1; a feature draft's chained entries read its own features, not the target's.
         if (j + 1 < steps && d.shift_ == 0) d.cached_.push_back(picks[size_t(j)][i]);
       }
-      d.held_ = d.entries(h) + found.size() + static_cast<size_t>(steps) - 1 + static_cast<size_t>(ahead);
+      d.held_ = d.entries(h) + found.size() + static_cast<size_t>(steps + ahead) - 1;
       d.drop_features_before(d.entries(h));
       d.drop_ahead();
       // A job with fewer drafts than the chain's steps would need other ahead steps than these.
       if (group && (!found.empty() || l.job->max_k >= steps)) {
         d.ahead_ = group;
         ++group->holders;
+        if (group->pending) group->pending->members.push_back(&d);
         d.ahead_index_ = i;
         d.ahead_base_ = h;
         d.ahead_base_.insert(d.ahead_base_.end(), l.job->drafts.begin(), l.job->drafts.end());

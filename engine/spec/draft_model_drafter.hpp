@@ -42,6 +42,9 @@ namespace strata {
 // no device work (prompt lookup). When it proposes something, that is the round's proposal, up to k tokens
 // where the draft would have waited for `critical`: the draft model feeds it as known tokens in the chain's
 // first window, and the chain's picks after it are the stream (the guess of the target's next pick first).
+// Such a chain returns nothing now (run_chain_ahead with steps 0), so a round whose jobs all have lookup
+// proposals waits for no draft work: its chain is launched in while_verifying(), after the target's window,
+// or by the drafter's next call where no window verified the proposal.
 class DraftModelDrafter : public Drafter {
  public:
   enum class Ahead { Auto, On, Off };
@@ -87,6 +90,11 @@ class DraftModelDrafter : public Drafter {
   // Forgets held features of entries before `pos`.
   void drop_features_before(size_t pos);
 
+  // A chain of lookup proposals not launched yet: its first window, and the drafters whose slots it feeds.
+  struct PendingChain {
+    Window first;
+    std::vector<DraftModelDrafter*> members;
+  };
   // One run_chain_ahead's (or extend_ahead's) steps, shared by the drafters of its jobs: the first to need
   // them takes them.
   struct AheadGroup {
@@ -97,6 +105,7 @@ class DraftModelDrafter : public Drafter {
     int more = 0;                              // steps to go on by in while_verifying(), when all hit
     std::vector<DraftModelDrafter*> waiting;  // its holders, then
     std::vector<std::vector<TokenId>> picks;  // [ahead step][job]
+    std::unique_ptr<PendingChain> pending;    // until launched (launch_pending), with no ticket yet
   };
   // The proposal for `history` from the stream, when history is what it guessed. False: no such proposal,
   // and the stream is dropped.
@@ -108,6 +117,9 @@ class DraftModelDrafter : public Drafter {
   }
   // Plans the streams of the jobs that took their proposals from them to go on (in while_verifying()).
   void plan_extension(const std::vector<DraftJob*>& hits);
+  // Launches the chain of this drafter's stream when it is pending: every step ahead (run_chain_ahead with
+  // steps 0). Throws what the backend throws, leaving the chain's slots to be reset.
+  void launch_pending();
   void cancel_extension();
 
   std::shared_ptr<Backend> draft_;

@@ -389,6 +389,91 @@ TEST_CASE("drafting ahead: a round that waits for its drafts drafts at most `cri
                     Catch::Contains("critical steps must not be negative"));
 }
 
+// A toy that says how many steps each run_chain_ahead was asked to return (the round's wait).
+struct StepsToy : ToyBackend {
+  std::vector<int> asked_steps;
+  std::vector<std::vector<TokenId>> run_chain_ahead(const Window& w, int steps, int ahead, uint64_t* ticket) override {
+    asked_steps.push_back(steps);
+    return Backend::run_chain_ahead(w, steps, ahead, ticket);
+  }
+};
+
+// A lookup that proposes what it is told to, at most max_k of it.
+struct FixedLookup : Drafter {
+  std::vector<TokenId>* out;
+  explicit FixedLookup(std::vector<TokenId>* o) : out(o) {}
+  const char* name() const override { return "fixed"; }
+  std::vector<TokenId> propose(const std::vector<TokenId>&, int max_k) override {
+    std::vector<TokenId> p = *out;
+    if (p.size() > size_t(max_k)) p.resize(size_t(max_k));
+    return p;
+  }
+};
+
+TEST_CASE("drafting ahead: a lookup proposal waits for no draft step; its chain runs while the target verifies") {
+  auto toy = std::make_shared<StepsToy>();
+  std::vector<TokenId> found{50, 51, 52, 53, 54};
+  DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On, 1, std::make_unique<FixedLookup>(&found));
+  // The lookup's proposal (cut to k) is the round's, and nothing runs on the round's path: the chain (its
+  // first window the history, then 50 51 52 as known rows, and k + 1 steps after it, all ahead) is launched
+  // once the target's window is.
+  CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{50, 51, 52});
+  CHECK(d.lookup_proposals() == 1);
+  CHECK(toy->asked_steps.empty());
+  CHECK(toy->windows.empty());
+  d.while_verifying();
+  REQUIRE(toy->asked_steps == std::vector<int>{0});
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 50, 51, 52, 53, 54, 55, 56});
+  d.while_verifying();  // once
+  CHECK(toy->asked_steps.size() == 1u);
+  // Kept whole, and the target picked 53 as the draft guessed: the next proposal is the stream's 54 55 56.
+  CHECK(d.propose({5, 6, 7, 50, 51, 52, 53}, 3) == std::vector<TokenId>{54, 55, 56});
+  CHECK(d.ahead_hits() == 1);
+  // A round the lookup has nothing for waits for `critical` (1) step, as before.
+  found.clear();
+  CHECK(d.propose({5, 6, 7, 50, 60}, 3) == std::vector<TokenId>{61});
+  CHECK(toy->asked_steps == std::vector<int>{0, 1});
+  // A chain whose proposal no window verified runs before the drafter's next proposal reads its slot.
+  found = {70, 71};
+  CHECK(d.propose({5, 6, 7, 50, 60, 61, 69}, 3) == std::vector<TokenId>{70, 71});
+  CHECK(toy->asked_steps.size() == 2u);
+  found.clear();
+  CHECK(d.propose({5, 6, 7, 50, 60, 61, 69, 70, 71, 72}, 3) == std::vector<TokenId>{73, 74, 75});
+  CHECK(d.ahead_hits() == 2);
+  CHECK(toy->asked_steps == std::vector<int>{0, 1, 0});
+  // A chain that faults when launched leaves the slot to be reset; the next proposal recomputes it.
+  found = {80};
+  CHECK(d.propose({5, 6, 7, 8}, 3) == std::vector<TokenId>{80});
+  toy->fail = true;
+  CHECK_THROWS_AS(d.while_verifying(), Error);
+  toy->fail = false;
+  found.clear();
+  const int resets = toy->resets;
+  CHECK(d.propose({5, 6, 7, 8, 80, 81}, 2) == std::vector<TokenId>{82});
+  CHECK(toy->resets == resets + 1);
+  CHECK(toy->held.at(0).size() >= 6u);
+  CHECK(toy->held.at(0)[5] == 81);
+  // Two jobs in one chain: it waits for none only when both have lookup proposals, and goes on for both.
+  DraftModelDrafter b(toy, 0, DraftModelDrafter::Ahead::On, 1, std::make_unique<FixedLookup>(&found));
+  std::vector<TokenId> ha{5, 6, 7, 9}, hb{40, 41};
+  std::vector<DraftJob> jobs{{&d, &ha, 2, {}}, {&b, &hb, 2, {}}};
+  found = {90, 91};
+  d.propose_together(jobs);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{90, 91});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{90, 91});
+  CHECK(toy->asked_steps.back() != 0);
+  b.while_verifying();
+  CHECK(toy->asked_steps.back() == 0);
+  ha = {5, 6, 7, 9, 90, 91, 92};
+  hb = {40, 41, 90, 91, 92};
+  found.clear();
+  d.propose_together(jobs);
+  CHECK(jobs[0].drafts == std::vector<TokenId>{93, 94});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{93, 94});
+  CHECK(d.ahead_hits() == 3);
+  CHECK(b.ahead_hits() == 1);
+}
+
 TEST_CASE("drafting ahead: a stream goes on only when every job of its chain took its proposal from it") {
   auto toy = std::make_shared<ToyBackend>();
   DraftModelDrafter a(toy, 0, DraftModelDrafter::Ahead::On), b(toy, 0, DraftModelDrafter::Ahead::On);
