@@ -78,3 +78,19 @@ spec_cfg() {
     if [ -d "models/$d" ]; then (export "$@"; spec_one "${d}_${label}_r$r" "models/$d" "${MODES:-off,draft}"); fi
   done
 }
+# spec_ab LABEL_A SETTING_A LABEL_B SETTING_B: spec_cfg once unrecorded (warm-up), then ROUNDS (4) rounds of the
+# two settings (one VAR=value each), the order alternated round by round (ABBA): run 125 found the setting
+# run second in a round favoured.
+spec_ab() {
+  r=warm
+  spec_cfg warm
+  for r in $(seq "${ROUNDS:-4}"); do
+    if [ $((r % 2)) = 1 ]; then
+      spec_cfg "$1" "$2"
+      spec_cfg "$3" "$4"
+    else
+      spec_cfg "$3" "$4"
+      spec_cfg "$1" "$2"
+    fi
+  done
+}
