@@ -7,9 +7,6 @@ $S $B info
 MODES=off,plain,draft
 r=warm
 spec_cfg warm
-orders=("4 5 6" "6 5 4" "5 6 4" "4 6 5" "6 4 5" "5 4 6")
-for r in $(seq "${ROUNDS:-3}"); do
-  for k in ${orders[$(((r - 1) % 6))]}; do spec_cfg "k$k" SPEC_K=$k; done
-done
+ROUNDS=${ROUNDS:-3} spec_rotate k%s SPEC_K 4 5 6
 r=t256
 for k in 4 6; do spec_cfg "k$k" SPEC_K=$k TOKENS=256; done

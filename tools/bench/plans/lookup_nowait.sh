@@ -12,10 +12,7 @@ issue9_on_h200 1
 MODES=off,plain,ngram,draft
 r=warm
 spec_cfg warm
-orders=("wait now defer" "defer now wait" "now defer wait" "wait defer now" "defer wait now" "now wait defer")
-for r in $(seq "${ROUNDS:-4}"); do
-  for m in ${orders[$(((r - 1) % 6))]}; do spec_cfg "$m" STRATA_LOOKUP_MODE=$m; done
-done
+spec_rotate %s STRATA_LOOKUP_MODE wait now defer
 MODES=off,plain,draft
 r=t256
 for m in wait defer; do spec_cfg "$m" TOKENS=256 STRATA_LOOKUP_MODE=$m; done
