@@ -7,17 +7,7 @@
 $S $B info
 . tools/bench/plans/lib.sh
 MODES=off,plain,ngram,draft
-r=warm
-spec_cfg warm
-for r in $(seq "${ROUNDS:-4}"); do
-  if [ $((r % 2)) = 1 ]; then
-    spec_cfg base SPEC_LOOKUP=false
-    spec_cfg lookup SPEC_LOOKUP=true
-  else
-    spec_cfg lookup SPEC_LOOKUP=true
-    spec_cfg base SPEC_LOOKUP=false
-  fi
-done
+spec_ab base SPEC_LOOKUP=false lookup SPEC_LOOKUP=true
 MODES=off,plain,draft
 r=t256
 spec_cfg base TOKENS=256 SPEC_LOOKUP=false

@@ -5,14 +5,4 @@
 $S $B info
 . tools/bench/plans/lib.sh
 MODES=off,plain,draft
-r=warm
-spec_cfg warm
-for r in $(seq "${ROUNDS:-4}"); do
-  if [ $((r % 2)) = 1 ]; then
-    spec_cfg prio STRATA_CUDA_STREAM_PRIORITY=1
-    spec_cfg noprio STRATA_CUDA_STREAM_PRIORITY=0
-  else
-    spec_cfg noprio STRATA_CUDA_STREAM_PRIORITY=0
-    spec_cfg prio STRATA_CUDA_STREAM_PRIORITY=1
-  fi
-done
+spec_ab prio STRATA_CUDA_STREAM_PRIORITY=1 noprio STRATA_CUDA_STREAM_PRIORITY=0

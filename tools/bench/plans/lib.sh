@@ -75,7 +75,7 @@ spec_cfg() {
   local label=$1 d
   shift
   for d in strata-tiny-draft strata-tiny-feature-draft; do
-    if [ -d "models/$d" ]; then (export "$@"; spec_one "${d}_${label}_r$r" "models/$d" "${MODES:-off,draft}"); fi
+    if [ -d "models/$d" ]; then ([ $# -eq 0 ] || export "$@"; spec_one "${d}_${label}_r$r" "models/$d" "${MODES:-off,draft}"); fi
   done
 }
 # spec_ab LABEL_A SETTING_A LABEL_B SETTING_B: spec_cfg once unrecorded (warm-up), then ROUNDS (4) rounds of the
