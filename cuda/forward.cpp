@@ -181,6 +181,10 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   ap.max_tiles = shape.tiles_cap;
   ap.max_splits = ws.max_splits;
   ap.tc_lean = ctx.attention_tc_lean;
+  // STRATA_ATTN_WHOLE=1: short contexts of small windows take the whole-context attention kernel, no split
+  // merge (same bits; off until measured against the split kernel, docs/PERFORMANCE.md).
+  static const bool whole_on = env_int("STRATA_ATTN_WHOLE", 0, 1, 0) != 0;
+  ap.tc_whole = whole_on;
   ap.grid_splits = shape.splits_cap;
   ap.rows = T;
   ap.part_acc = ws.part_acc;

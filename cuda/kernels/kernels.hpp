@@ -122,6 +122,8 @@ struct AttentionParams {
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
   bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
+  bool tc_whole = false;            // launch_attention_tc: a block per (tile, kv head) merging the splits itself
+                                    // where the context is short and the window small (same bits)
 };
 
 size_t attention_smem_bytes(int head_dim);
@@ -140,6 +142,10 @@ void launch_attention_partial_ring(const AttentionParams& p, cudaStream_t stream
 bool attention_tc_supports(int head_dim, KvType kv);
 void configure_attention_tc(int head_dim);
 void launch_attention_tc(const AttentionParams& p, cudaStream_t stream);
+// Whether launch_attention_tc takes its whole-context kernel for p (no split merge after it): p.tc_whole,
+// every tile's context within the splits it holds (p.grid_splits) and its blocks in one wave. After
+// configure_attention.
+bool attention_tc_takes_whole(const AttentionParams& p);
 
 // A one-row window's q/k norm, RoPE, KV store, attention and split merge in one kernel (attention_row.cu),
 // for the tolerance path's decode step: the inputs of launch_qkv_rope and launch_attention (qp.qkv_rem

@@ -217,6 +217,7 @@ class AttnFixture {
     ap.grid_splits = grid_splits;
     ap.rows = rows;
     ap.tc_lean = tc_lean;
+    ap.tc_whole = whole;
     ap.part_acc = part_acc.p;
     ap.part_ml = part_ml.p;
     ap.out = out.p;
@@ -243,6 +244,7 @@ class AttnFixture {
       // The counters are back at zero: the next launch merges again.
       for (int c : counters_.get()) REQUIRE(c == 0);
     } else if (tc) {
+      took_whole_ = attention_tc_takes_whole(ap);
       launch_attention_tc(ap, nullptr);
     } else {
       launch_attention(ap, nullptr);
@@ -269,6 +271,9 @@ class AttnFixture {
   bool arena16 = false;  // run() reads the bf16 arena (a fixture made with bf16 only)
   bool tc = false;       // run() takes launch_attention_tc (needs arena16)
   bool tc_lean = false;  // ... its lean variant
+  bool whole = false;    // ... may take the whole-context kernel (AttentionParams::tc_whole)
+  // Whether the last run() took the whole-context kernel.
+  bool took_whole() const { return took_whole_; }
   bool row = false;      // run() takes launch_attention_row (one-row windows)
 
  private:
@@ -282,6 +287,7 @@ class AttnFixture {
   Dev<float> k_, v_;
   Dev<uint16_t> k16_, v16_;
   Dev<int32_t> table_;
+  mutable bool took_whole_ = false;
   Dev<int> counters_{64};  // launch_attention_row's, zero between launches
   std::vector<int32_t> table_h;
   std::vector<float> kh, vh;
@@ -554,6 +560,77 @@ TEST_CASE("tensor-core attention on a bf16 arena matches the host reference: dec
       check_reference(f, few);
       check_reference(f, few, 5);
       check_reference(f, big);
+    }
+  }
+}
+
+TEST_CASE("tensor-core attention: the whole-context kernel gives the bits of the split kernel and its merge") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices > 0);
+  // Windows whose contexts fit the whole-context kernel (4 splits at head_dim 64, 2 at 128): single rows on
+  // both sides of split boundaries, verify tiles across them, a decode batch of several slots, a 16-row tile
+  // of 4-head groups (four chunks of query vectors), and grids with more splits and tiles than needed.
+  for (const AttnShape sh : {AttnShape{64, 32, 8, 6, 1024}, AttnShape{64, 8, 4, 6, 1024},
+                             AttnShape{64, 6, 2, 6, 1024}, AttnShape{128, 32, 8, 6, 1024},
+                             AttnShape{128, 16, 4, 6, 1024}}) {
+    const int reach = (sh.head_dim == 64 ? 4 : 2) * kAttnSplit;  // positions the whole kernel covers
+    std::vector<AttnWindow> windows;
+    for (int p : {0, 1, 15, 16, 17, 127, 128, 129, 200, 255, 256, 257, 300, 383, 384, 385, 450, 511}) {
+      if (p >= reach) continue;
+      AttnWindow w;
+      w.add(1, p, 1, 1);
+      windows.push_back(w);
+    }
+    for (int T : {2, 5, 16})
+      for (int first : {0, 120, 126, 250, 380, reach - T}) {
+        if (first + T > reach) continue;
+        AttnWindow w;
+        w.add(2, first, T, 16);
+        windows.push_back(w);
+      }
+    AttnWindow batch;
+    const int bpos[] = {3, 127, 128, 200, 255, 130};
+    for (int i = 0; i < 6; ++i) batch.add(i, std::min(bpos[i] + (i % 2) * 100, reach - 1), 1, 1);
+    windows.push_back(batch);
+    AttnWindow crowd;  // a verify tile beside other slots' rows
+    crowd.add(0, 40, 1, 1);
+    crowd.add(3, reach - 16, 16, 16);
+    crowd.add(4, 130, 3, 16);
+    windows.push_back(crowd);
+    for (bool lean : {false, true}) {
+      AttnFixture f(sh, 31u + unsigned(sh.head_dim + sh.n_heads), true);
+      f.arena16 = true;
+      f.tc = true;
+      f.tc_lean = lean;
+      for (size_t i = 0; i < windows.size(); ++i) {
+        const AttnWindow& w = windows[i];
+        for (int extra_tiles : {0, 3}) {
+          for (bool split16 : {false, true}) {
+            INFO("hd " << sh.head_dim << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << (lean ? ", lean" : "")
+                       << ", window " << i << " (" << w.rows.size() << " rows from position " << w.rows[0].pos
+                       << "), extra tiles " << extra_tiles << (split16 ? ", split bf16 copy" : ""));
+            f.whole = true;
+            const AttnFixture::Out whole = f.run(w, 0, extra_tiles, split16);
+            REQUIRE(f.took_whole());
+            CHECK(whole.pad_untouched);
+            f.whole = false;
+            const AttnFixture::Out parts = f.run(w, 0, extra_tiles, split16);
+            REQUIRE_FALSE(f.took_whole());
+            CHECK(same_bits(whole.out.data(), parts.out.data(), parts.out.size()));
+            CHECK(whole.out16 == parts.out16);
+          }
+        }
+      }
+      // A grid covering more splits than the kernel holds goes to the split kernel, whatever the positions.
+      f.whole = true;
+      f.run(windows[0], reach / kAttnSplit);
+      CHECK_FALSE(f.took_whole());
+      // Past what it holds: the split kernel.
+      AttnWindow far;
+      far.add(1, reach, 1, 1);
+      f.run(far);
+      CHECK_FALSE(f.took_whole());
     }
   }
 }
