@@ -376,6 +376,7 @@ template <int HD>
 struct WholeSmem {
   using S = Smem<HD, kWholeLean<HD>>;
   static constexpr int NS = kWholeSplits<HD>;
+  static_assert(NS % kWholeGroups == 0, "the groups' splits s0 + group stay below NS");
   static constexpr int kSplitElems = kS * S::LD;  // bf16 of one split's K (or V) rows
   static constexpr size_t k_off = 0;
   static constexpr size_t v_off = k_off + size_t(NS) * kSplitElems * 2;
@@ -428,11 +429,11 @@ __global__ void __launch_bounds__(kWholeThreads, 1) attention_tc_whole_kernel(At
     if (c0 == 0) cp_async_wait<0>();
     __syncthreads();
     for (int s0 = 0; s0 < nsplit; s0 += kWholeGroups) {  // block-uniform
-      // A group past the last split computes split NS - 1 again (its rows are past every row's context, so
-      // nothing is stored) to keep the block's barriers together.
-      const int s = s0 + group, sb = min(s, NS - 1);
+      // A group past the last split still runs (the block's barriers stay together) on buffers nothing
+      // staged; its split starts past every row's context, so it stores nothing.
+      const int s = s0 + group;
       split_chunk<HD, kLean>(
-          ks + size_t(sb) * W::kSplitElems, vs + size_t(sb) * W::kSplitElems, qs, merge, sML, gwarp, gtid, lane, c0,
+          ks + size_t(s) * W::kSplitElems, vs + size_t(s) * W::kSplitElems, qs, merge, sML, gwarp, gtid, lane, c0,
           Q, G, p0 + 1 - s * kS, a.scale,
           [&](int m, int, int, int d, float v) { part_acc[(size_t(s) * kM + m) * HD + d] = v; },
           [&](int m, int, int, float M, float L) {
