@@ -20,6 +20,7 @@
 // scores, softmax and P.V are its own mma rows and fixed-order sums (masked positions add exact zeros), and
 // the combine merges a row's splits in order. So it serves verify windows too (test_attention_rmsnorm.cpp:
 // a row's bits alone, in verify tiles and beside other slots); --batch-invariant keeps the staged kernel.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -38,6 +39,7 @@ namespace cuda {
 namespace {
 
 using namespace attn;
+namespace cg = cooperative_groups;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
@@ -355,6 +357,48 @@ __global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_kernel(A
   }
 }
 
+// Merges one query vector's ns splits (at most NS) and writes its output row (row r, head h), a warp: lane l
+// < ns reads split l's (max, sum) from ml(l), and split sp's unnormalized P.V (HD floats) is at acc(sp).
+// attention.cu's attention_combine, step for step, so the bits are the split kernel's and its merge's.
+template <int HD, int NS, class Ml, class Acc>
+__device__ __forceinline__ void merge_splits(const AttentionParams& a, int r, int h, int ns, int lane, Ml ml, Acc acc) {
+  constexpr int kDims = HD / 32;
+  const float m0 = lane < ns ? ml(lane)[0] : -INFINITY;
+  const float l0 = lane < ns ? ml(lane)[1] : 0.0f;
+  float M = m0;
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) M = fmaxf(M, __shfl_xor_sync(kFull, M, o));
+  float Lsum = 0.0f, wc = 0.0f;
+  if (lane < ns) {
+    wc = expf(m0 - M);
+    Lsum = __fmaf_rn(l0, wc, Lsum);
+  }
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) Lsum = __fadd_rn(Lsum, __shfl_xor_sync(kFull, Lsum, o));
+  float out[kDims];
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) out[e] = 0.0f;
+#pragma unroll
+  for (int sp = 0; sp < NS; ++sp) {
+    if (sp < ns) {  // warp-uniform
+      const float w = __shfl_sync(kFull, wc, sp);
+      const float* p = acc(sp);
+#pragma unroll
+      for (int e = 0; e < kDims; ++e) out[e] = __fmaf_rn(p[lane + 32 * e], w, out[e]);
+    }
+  }
+  __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16.p);
+  const size_t rem = a.out16.split ? size_t(a.rows) * a.n_heads * HD : 0;
+  const size_t o0 = size_t(r) * a.n_heads * HD + size_t(h) * HD;
+#pragma unroll
+  for (int e = 0; e < kDims; ++e) {
+    const int d = lane + 32 * e;
+    const float o = __fdiv_rn(out[e], Lsum);
+    a.out[o0 + d] = o;
+    if (out16) store_bf16_split(out16 + o0 + d, rem, o);
+  }
+}
+
 // Whole-context attention for short contexts: a block per (query tile, kv head) computes every split of
 // the tile's context (at most kWholeSplits<HD>), each exactly as attention_tc_kernel's block for that split
 // does (split_chunk, kWholeGroups splits side by side, kWarps warps each), keeps their (max, sum) and P.V
@@ -396,7 +440,7 @@ __global__ void __launch_bounds__(kWholeThreads, 1) attention_tc_whole_kernel(At
   constexpr bool kLean = kWholeLean<HD>;
   using S = Smem<HD, kLean>;
   using W = WholeSmem<HD>;
-  constexpr int NS = W::NS, kDims = HD / 32;
+  constexpr int NS = W::NS;
   pdl_launch_dependents();
   extern __shared__ __align__(16) unsigned char smem[];
   __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(smem + W::k_off);
@@ -442,46 +486,95 @@ __global__ void __launch_bounds__(kWholeThreads, 1) attention_tc_whole_kernel(At
           });
       __syncthreads();
     }
-    // The merge of each vector's splits, a warp per vector: attention.cu's attention_combine, step for step.
+    // The merge of each vector's splits, a warp per vector.
     const int nv = min(kM, Q - c0);
-    __nv_bfloat16* out16 = static_cast<__nv_bfloat16*>(a.out16.p);
-    const size_t rem = a.out16.split ? size_t(a.rows) * a.n_heads * HD : 0;
     for (int m = warp; m < nv; m += kWholeWarps) {
-      const int qi = c0 + m, r = qi / G, h = g * G + qi % G;
-      const int ns = (p0 + r) / kS + 1;
-      const float m0 = lane < ns ? part_ml[(lane * kM + m) * 2] : -INFINITY;
-      const float l0 = lane < ns ? part_ml[(lane * kM + m) * 2 + 1] : 0.0f;
-      float M = m0;
-#pragma unroll
-      for (int o = 16; o >= 1; o /= 2) M = fmaxf(M, __shfl_xor_sync(kFull, M, o));
-      float Lsum = 0.0f, wc = 0.0f;
-      if (lane < ns) {
-        wc = expf(m0 - M);
-        Lsum = __fmaf_rn(l0, wc, Lsum);
-      }
-#pragma unroll
-      for (int o = 16; o >= 1; o /= 2) Lsum = __fadd_rn(Lsum, __shfl_xor_sync(kFull, Lsum, o));
-      float out[kDims];
-#pragma unroll
-      for (int e = 0; e < kDims; ++e) out[e] = 0.0f;
-#pragma unroll
-      for (int sp = 0; sp < NS; ++sp) {
-        if (sp < ns) {  // warp-uniform
-          const float w = __shfl_sync(kFull, wc, sp);
-#pragma unroll
-          for (int e = 0; e < kDims; ++e) out[e] = __fmaf_rn(part_acc[(size_t(sp) * kM + m) * HD + lane + 32 * e], w, out[e]);
-        }
-      }
-      const size_t o0 = size_t(row0 + r) * a.n_heads * HD + size_t(h) * HD;
-#pragma unroll
-      for (int e = 0; e < kDims; ++e) {
-        const int d = lane + 32 * e;
-        const float o = __fdiv_rn(out[e], Lsum);
-        a.out[o0 + d] = o;
-        if (out16) store_bf16_split(out16 + o0 + d, rem, o);
-      }
+      const int qi = c0 + m, r = qi / G;
+      merge_splits<HD, NS>(a, row0 + r, g * G + qi % G, (p0 + r) / kS + 1, lane,
+                           [&](int sp) { return part_ml + (sp * kM + m) * 2; },
+                           [&](int sp) { return part_acc + (size_t(sp) * kM + m) * HD; });
     }
     __syncthreads();  // the next chunk restages q and rewrites the splits' parts
+  }
+}
+
+// Cluster attention: the split kernel's blocks of one (query tile, kv head), one a split, as a thread-block
+// cluster (sm_90) of grid_splits blocks along x, at most kClusterSplits. Each block computes its split of a
+// chunk of query vectors exactly as attention_tc_kernel's block does (split_chunk), keeps the chunk's (max,
+// sum) and P.V in its own shared memory instead of part_ml / part_acc, and after a barrier of the cluster
+// its blocks merge the chunk's vectors (block b: vectors b, b + C, ...; a warp each), reading every split's
+// parts from the other blocks' shared memory: the split kernel's parallelism and the combine's bits
+// (merge_splits), without the combine's launch and the round trip through global memory. A block whose
+// split starts past the tile's context computes nothing but stays for the cluster's barriers.
+constexpr int kClusterSplits = 8;  // the portable cluster size
+
+template <int HD, bool kLean>
+struct ClusterSmem {
+  using S = Smem<HD, kLean>;
+  static_assert(S::bytes % 16 == 0, "the parts follow the split kernel's layout, aligned");
+  static constexpr size_t acc_off = S::bytes;                    // the chunk's P.V [kM][HD]
+  static constexpr size_t ml_off = acc_off + size_t(kM) * HD * 4;  // the chunk's (max, sum) [kM][2]
+  static constexpr size_t bytes = ml_off + size_t(kM) * 2 * 4;
+};
+
+template <int HD, bool kLean>
+__global__ void __launch_bounds__(kThreads, kLean ? 3 : 1) attention_tc_cluster_kernel(AttentionParams a) {
+  using S = Smem<HD, kLean>;
+  using C = ClusterSmem<HD, kLean>;
+  cg::cluster_group cluster = cg::this_cluster();
+  pdl_launch_dependents();
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(smem + S::k_off);
+  __nv_bfloat16* vs = reinterpret_cast<__nv_bfloat16*>(smem + S::v_off);
+  long long* sOff = reinterpret_cast<long long*>(smem + S::off_off);
+  float* merge = reinterpret_cast<float*>(smem + S::merge_off);
+  float* qs = merge;  // the chunk's staged q, until P.V
+  float* sML = reinterpret_cast<float*>(smem + S::ml_off);
+  float* my_acc = reinterpret_cast<float*>(smem + C::acc_off);
+  float* my_ml = reinterpret_cast<float*>(smem + C::ml_off);
+
+  const int tile = blockIdx.z;
+  if (tile >= load_now(a.n_tiles)) return;  // the whole cluster (one tile) leaves together
+  const int row0 = a.tile_first[tile], nq = a.tile_rows[tile];
+  const int G = a.n_heads / a.n_kv_heads, g = blockIdx.y;
+  const int split = blockIdx.x, s_begin = split * kS, nblocks = gridDim.x;  // the cluster: blockIdx.x its rank
+  const int p0 = a.pos[row0], slot = a.slot[row0];
+  const bool has = s_begin <= p0 + nq - 1;     // block-uniform: some row of the tile reads the split
+  const int nsp = min(kS, p0 + nq - s_begin);  // positions of the split any row of the tile reads
+  const int lim = p0 + 1 - s_begin;            // row r reads split positions j < lim + r
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  if (has)
+    stage_kv<HD>(a, slot, p0, g, s_begin, nsp, kS, [](int j, int u) { return S::at(j, u); }, ks, vs, sOff, tid,
+                 kThreads);
+  else
+    pdl_wait();  // the merge below writes the previous kernels' inputs
+
+  const int Q = nq * G;
+  for (int c0 = 0; c0 < Q; c0 += kM) {
+    if (has) {
+      stage_q<HD>(qs, a, row0, g, G, c0, Q, tid, kThreads);
+      if (c0 == 0) cp_async_wait<0>();
+      __syncthreads();
+      split_chunk<HD, kLean>(
+          ks, vs, qs, merge, sML, warp, tid, lane, c0, Q, G, lim, a.scale,
+          [&](int m, int, int, int d, float v) { my_acc[m * HD + d] = v; },
+          [&](int m, int, int, float M, float L) {
+            my_ml[m * 2] = M;
+            my_ml[m * 2 + 1] = L;
+          });
+    }
+    cluster.sync();  // every split's parts of the chunk written and visible to the cluster
+    const int nv = min(kM, Q - c0);
+    for (int m = split + nblocks * warp; m < nv; m += nblocks * kWarps) {
+      const int qi = c0 + m, r = qi / G;
+      // The splits row r reads (all of them computed: each starts at or before the row's position).
+      merge_splits<HD, kClusterSplits>(
+          a, row0 + r, g * G + qi % G, (p0 + r) / kS + 1, lane,
+          [&](int sp) -> const float* { return cluster.map_shared_rank(my_ml, unsigned(sp)) + m * 2; },
+          [&](int sp) -> const float* { return cluster.map_shared_rank(my_acc, unsigned(sp)) + m * HD; });
+    }
+    cluster.sync();  // the parts are rewritten by the next chunk, and no block leaves while another reads them
   }
 }
 
@@ -507,24 +600,46 @@ void configure_hd() {
   if (whole_fits<HD>)
     STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_whole_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            int(WholeSmem<HD>::bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_cluster_kernel<HD, false>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(ClusterSmem<HD, false>::bytes)));
+  STRATA_CUDA_CHECK(cudaFuncSetAttribute(attention_tc_cluster_kernel<HD, true>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(ClusterSmem<HD, true>::bytes)));
 }
 
 // The whole-context kernel takes a window when every tile's context fits its splits and its blocks fit one
-// wave of the device (decode of a few slots, verify windows); larger batches keep the split kernel's many
-// smaller blocks.
+// wave of the device (decode of a few slots, verify windows); the cluster kernel one whose splits fit a
+// cluster and whose blocks fit one wave; larger batches keep the split kernel's blocks and the merge.
 template <int HD>
-bool takes_whole(const AttentionParams& a) {
-  return a.tc_whole && whole_fits<HD> && a.grid_splits <= kWholeSplits<HD> &&
-         long(a.max_tiles) * a.n_kv_heads <= long(sm_count());
+AttentionTcKernel kernel_for(const AttentionParams& a) {
+  if (a.tc_whole && whole_fits<HD> && a.grid_splits <= kWholeSplits<HD> &&
+      long(a.max_tiles) * a.n_kv_heads <= long(sm_count()))
+    return AttentionTcKernel::Whole;
+  if (a.tc_cluster && a.grid_splits <= kClusterSplits &&
+      long(a.max_tiles) * a.n_kv_heads * a.grid_splits <= long(sm_count()))
+    return AttentionTcKernel::Cluster;
+  return AttentionTcKernel::Split;
 }
 
-// False when the whole-context kernel took the window (no split merge follows).
+// False when the kernel merged the splits itself (no split merge follows).
 template <int HD>
 bool launch_hd(const AttentionParams& a, dim3 grid, cudaStream_t stream) {
-  if (takes_whole<HD>(a)) {
-    launch_kernel(attention_tc_whole_kernel<HD>, dim3(a.n_kv_heads, a.max_tiles), kWholeThreads,
-                  WholeSmem<HD>::bytes, stream, a);
-    return false;
+  switch (kernel_for<HD>(a)) {
+    case AttentionTcKernel::Whole:
+      launch_kernel(attention_tc_whole_kernel<HD>, dim3(a.n_kv_heads, a.max_tiles), kWholeThreads,
+                    WholeSmem<HD>::bytes, stream, a);
+      return false;
+    case AttentionTcKernel::Cluster:
+      if (a.tc_lean)
+        launch_kernel_cluster(attention_tc_cluster_kernel<HD, true>, grid, kThreads, ClusterSmem<HD, true>::bytes,
+                              stream, grid.x, a);
+      else
+        launch_kernel_cluster(attention_tc_cluster_kernel<HD, false>, grid, kThreads, ClusterSmem<HD, false>::bytes,
+                              stream, grid.x, a);
+      return false;
+    case AttentionTcKernel::Split:
+      break;
   }
   if (a.tc_lean)
     launch_kernel(attention_tc_kernel<HD, true>, grid, kThreads, Smem<HD, true>::bytes, stream, a);
@@ -544,8 +659,8 @@ void configure_attention_tc(int head_dim) {
   if (head_dim == 128) configure_hd<128>();
 }
 
-bool attention_tc_takes_whole(const AttentionParams& a) {
-  return a.head_dim == 64 ? takes_whole<64>(a) : a.head_dim == 128 && takes_whole<128>(a);
+AttentionTcKernel attention_tc_kernel_for(const AttentionParams& a) {
+  return a.head_dim == 64 ? kernel_for<64>(a) : a.head_dim == 128 ? kernel_for<128>(a) : AttentionTcKernel::Split;
 }
 
 void launch_attention_tc(const AttentionParams& a, cudaStream_t stream) {
