@@ -181,12 +181,6 @@ void record_forward(const ForwardContext& ctx, const WindowShape& shape, cudaStr
   ap.max_tiles = shape.tiles_cap;
   ap.max_splits = ws.max_splits;
   ap.tc_lean = ctx.attention_tc_lean;
-  // STRATA_ATTN_MERGE picks who merges the tensor-core attention's splits where a window allows (same bits
-  // every way; off until measured, docs/PERFORMANCE.md): 0 the split merge kernel; 1 the whole-context kernel
-  // (short contexts of small windows); 2 the split kernel's blocks as clusters (up to 8 splits, one wave).
-  static const int merge_in_kernel = env_int("STRATA_ATTN_MERGE", 0, 2, 0);
-  ap.tc_whole = merge_in_kernel == 1;
-  ap.tc_cluster = merge_in_kernel == 2;
   ap.grid_splits = shape.splits_cap;
   ap.rows = T;
   ap.part_acc = ws.part_acc;

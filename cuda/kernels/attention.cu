@@ -79,6 +79,17 @@ __host__ __device__ inline Layout make_layout(int hd, bool alias) {
 
 size_t layout_bytes(int hd, bool alias) { return sizeof(float4) * size_t(make_layout(hd, alias).total); }
 
+int smem_optin() {
+  static const int v = [] {
+    int dev = 0, bytes = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+      bytes = 0;
+    return bytes;
+  }();
+  return v;
+}
+
 // V gets its own buffer (loaded together with K) unless head_dim > 128 or the device cannot hold both; then
 // V is loaded into K's buffer after the scores. Only the load schedule differs, never the arithmetic.
 bool alias_kv(int hd) {

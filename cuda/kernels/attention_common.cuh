@@ -31,28 +31,6 @@ __device__ __forceinline__ int load_now(const int* p) {
   asm volatile("ld.global.s32 %0, [%1];\n" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
   return v;
 }
-// The device's shared memory a block may opt in to (0 when it cannot be read).
-inline int smem_optin() {
-  static const int v = [] {
-    int dev = 0, bytes = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-      bytes = 0;
-    return bytes;
-  }();
-  return v;
-}
-// Its streaming multiprocessors (0 when they cannot be read).
-inline int sm_count() {
-  static const int v = [] {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      n = 0;
-    return n;
-  }();
-  return v;
-}
-
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

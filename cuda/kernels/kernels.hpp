@@ -122,10 +122,6 @@ struct AttentionParams {
   float* out = nullptr;             // [rows][n_heads * head_dim]
   Bf16Out out16;                    // optional bf16 copy (rows rows)
   bool tc_lean = false;             // launch_attention_tc: the lean variant (attention_decode.cu)
-  bool tc_whole = false;            // launch_attention_tc: a block per (tile, kv head) merging the splits itself
-                                    // where the context is short and the window small (same bits)
-  bool tc_cluster = false;          // launch_attention_tc: the split blocks of a (tile, kv head) as a cluster
-                                    // that merges the splits itself, where they fit one (same bits)
 };
 
 size_t attention_smem_bytes(int head_dim);
@@ -144,12 +140,6 @@ void launch_attention_partial_ring(const AttentionParams& p, cudaStream_t stream
 bool attention_tc_supports(int head_dim, KvType kv);
 void configure_attention_tc(int head_dim);
 void launch_attention_tc(const AttentionParams& p, cudaStream_t stream);
-// Which kernel launch_attention_tc takes for p: the split kernel and the split merge after it; the
-// whole-context kernel (p.tc_whole, every tile's context within the splits it holds (p.grid_splits) and its
-// blocks in one wave); or the cluster kernel (p.tc_cluster, p.grid_splits within a cluster, its blocks in one
-// wave). The last two merge the splits themselves. After configure_attention.
-enum class AttentionTcKernel { Split, Whole, Cluster };
-AttentionTcKernel attention_tc_kernel_for(const AttentionParams& p);
 
 // A one-row window's q/k norm, RoPE, KV store, attention and split merge in one kernel (attention_row.cu),
 // for the tolerance path's decode step: the inputs of launch_qkv_rope and launch_attention (qp.qkv_rem

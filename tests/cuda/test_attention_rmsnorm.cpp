@@ -217,8 +217,6 @@ class AttnFixture {
     ap.grid_splits = grid_splits;
     ap.rows = rows;
     ap.tc_lean = tc_lean;
-    ap.tc_whole = whole;
-    ap.tc_cluster = cluster;
     ap.part_acc = part_acc.p;
     ap.part_ml = part_ml.p;
     ap.out = out.p;
@@ -245,7 +243,6 @@ class AttnFixture {
       // The counters are back at zero: the next launch merges again.
       for (int c : counters_.get()) REQUIRE(c == 0);
     } else if (tc) {
-      took_ = attention_tc_kernel_for(ap);
       launch_attention_tc(ap, nullptr);
     } else {
       launch_attention(ap, nullptr);
@@ -272,11 +269,6 @@ class AttnFixture {
   bool arena16 = false;  // run() reads the bf16 arena (a fixture made with bf16 only)
   bool tc = false;       // run() takes launch_attention_tc (needs arena16)
   bool tc_lean = false;  // ... its lean variant
-  bool whole = false;    // ... may take the whole-context kernel (AttentionParams::tc_whole)
-  bool cluster = false;  // ... may take the cluster kernel (AttentionParams::tc_cluster)
-  // Which kernel the last run() took (launch_attention_tc).
-  AttentionTcKernel took() const { return took_; }
-  bool took_whole() const { return took_ == AttentionTcKernel::Whole; }
   bool row = false;      // run() takes launch_attention_row (one-row windows)
 
  private:
@@ -290,7 +282,6 @@ class AttnFixture {
   Dev<float> k_, v_;
   Dev<uint16_t> k16_, v16_;
   Dev<int32_t> table_;
-  mutable AttentionTcKernel took_ = AttentionTcKernel::Split;
   Dev<int> counters_{64};  // launch_attention_row's, zero between launches
   std::vector<int32_t> table_h;
   std::vector<float> kh, vh;
@@ -565,158 +556,6 @@ TEST_CASE("tensor-core attention on a bf16 arena matches the host reference: dec
       check_reference(f, big);
     }
   }
-}
-
-TEST_CASE("tensor-core attention: the whole-context kernel gives the bits of the split kernel and its merge") {
-  int devices = 0;
-  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
-  REQUIRE(devices > 0);
-  // Windows whose contexts fit the whole-context kernel (4 splits at head_dim 64, 2 at 128): single rows on
-  // both sides of split boundaries, verify tiles across them, a decode batch of several slots, a 16-row tile
-  // of 4-head groups (four chunks of query vectors), and grids with more splits and tiles than needed.
-  for (const AttnShape sh : {AttnShape{64, 32, 8, 6, 1024}, AttnShape{64, 8, 4, 6, 1024},
-                             AttnShape{64, 6, 2, 6, 1024}, AttnShape{128, 32, 8, 6, 1024},
-                             AttnShape{128, 16, 4, 6, 1024}}) {
-    const int reach = (sh.head_dim == 64 ? 4 : 2) * kAttnSplit;  // positions the whole kernel covers
-    std::vector<AttnWindow> windows;
-    for (int p : {0, 1, 15, 16, 17, 127, 128, 129, 200, 255, 256, 257, 300, 383, 384, 385, 450, 511}) {
-      if (p >= reach) continue;
-      AttnWindow w;
-      w.add(1, p, 1, 1);
-      windows.push_back(w);
-    }
-    for (int T : {2, 5, 16})
-      for (int first : {0, 120, 126, 250, 380, reach - T}) {
-        if (first + T > reach) continue;
-        AttnWindow w;
-        w.add(2, first, T, 16);
-        windows.push_back(w);
-      }
-    AttnWindow batch;
-    const int bpos[] = {3, 127, 128, 200, 255, 130};
-    for (int i = 0; i < 6; ++i) batch.add(i, std::min(bpos[i] + (i % 2) * 100, reach - 1), 1, 1);
-    windows.push_back(batch);
-    AttnWindow crowd;  // a verify tile beside other slots' rows
-    crowd.add(0, 40, 1, 1);
-    crowd.add(3, reach - 16, 16, 16);
-    crowd.add(4, 130, 3, 16);
-    windows.push_back(crowd);
-    for (bool lean : {false, true}) {
-      AttnFixture f(sh, 31u + unsigned(sh.head_dim + sh.n_heads), true);
-      f.arena16 = true;
-      f.tc = true;
-      f.tc_lean = lean;
-      for (size_t i = 0; i < windows.size(); ++i) {
-        const AttnWindow& w = windows[i];
-        for (int extra_tiles : {0, 3}) {
-          for (bool split16 : {false, true}) {
-            INFO("hd " << sh.head_dim << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << (lean ? ", lean" : "")
-                       << ", window " << i << " (" << w.rows.size() << " rows from position " << w.rows[0].pos
-                       << "), extra tiles " << extra_tiles << (split16 ? ", split bf16 copy" : ""));
-            f.whole = true;
-            const AttnFixture::Out whole = f.run(w, 0, extra_tiles, split16);
-            REQUIRE(f.took_whole());
-            CHECK(whole.pad_untouched);
-            f.whole = false;
-            const AttnFixture::Out parts = f.run(w, 0, extra_tiles, split16);
-            REQUIRE_FALSE(f.took_whole());
-            CHECK(same_bits(whole.out.data(), parts.out.data(), parts.out.size()));
-            CHECK(whole.out16 == parts.out16);
-          }
-        }
-      }
-      // A grid covering more splits than the kernel holds goes to the split kernel, whatever the positions.
-      f.whole = true;
-      f.run(windows[0], reach / kAttnSplit);
-      CHECK_FALSE(f.took_whole());
-      // Past what it holds: the split kernel.
-      AttnWindow far;
-      far.add(1, reach, 1, 1);
-      f.run(far);
-      CHECK_FALSE(f.took_whole());
-    }
-  }
-}
-
-TEST_CASE("tensor-core attention: the cluster kernel gives the bits of the split kernel and its merge") {
-  int devices = 0;
-  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
-  REQUIRE(devices > 0);
-  // Contexts of up to 8 splits (a cluster's): single rows on both sides of split boundaries, verify tiles
-  // across them, a decode batch, a verify tile beside other slots' rows, grids with more splits than the rows
-  // need (blocks with nothing to compute stay for the cluster's barriers) and more tiles than the window has.
-  constexpr int kReach = 8 * kAttnSplit;
-  int sms = 0;
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-  std::vector<AttnWindow> windows;
-  for (int p : {0, 1, 127, 128, 129, 255, 256, 300, 511, 512, 640, 767, 768, 900, 1023}) {
-    AttnWindow w;
-    w.add(1, p, 1, 1);
-    windows.push_back(w);
-  }
-  for (int T : {2, 5, 16})
-    for (int first : {0, 126, 250, 509, 760, kReach - T}) {
-      AttnWindow w;
-      w.add(2, first, T, 16);
-      windows.push_back(w);
-    }
-  AttnWindow batch;
-  const int bpos[] = {3, 127, 600, 200, 1000, 130};
-  for (int i = 0; i < 6; ++i) batch.add(i, bpos[i], 1, 1);
-  windows.push_back(batch);
-  AttnWindow crowd;
-  crowd.add(0, 40, 1, 1);
-  crowd.add(3, 700, 16, 16);
-  crowd.add(4, 130, 3, 16);
-  windows.push_back(crowd);
-  for (const AttnShape sh : {AttnShape{64, 32, 8, 6, kReach}, AttnShape{64, 6, 2, 6, kReach},
-                             AttnShape{128, 32, 8, 6, kReach}, AttnShape{128, 16, 4, 6, kReach}}) {
-    for (bool lean : {false, true}) {
-      AttnFixture f(sh, 57u + unsigned(sh.head_dim + sh.n_heads), true);
-      f.arena16 = true;
-      f.tc = true;
-      f.tc_lean = lean;
-      for (size_t i = 0; i < windows.size(); ++i) {
-        const AttnWindow& w = windows[i];
-        for (int extra_splits : {0, 2}) {
-          for (int extra_tiles : {0, 2}) {
-            const bool split16 = (i + size_t(extra_tiles)) % 2 == 1;
-            INFO("hd " << sh.head_dim << ", heads " << sh.n_heads << "/" << sh.n_kv_heads << (lean ? ", lean" : "")
-                       << ", window " << i << " (" << w.rows.size() << " rows from position " << w.rows[0].pos
-                       << "), extra splits " << extra_splits << ", extra tiles " << extra_tiles
-                       << (split16 ? ", split bf16 copy" : ""));
-            f.cluster = true;
-            const AttnFixture::Out clustered = f.run(w, extra_splits, extra_tiles, split16);
-            const bool one_wave = f.took() == AttentionTcKernel::Cluster;
-            CHECK(clustered.pad_untouched);
-            f.cluster = false;
-            const AttnFixture::Out parts = f.run(w, extra_splits, extra_tiles, split16);
-            REQUIRE(f.took() == AttentionTcKernel::Split);
-            CHECK(same_bits(clustered.out.data(), parts.out.data(), parts.out.size()));
-            CHECK(clustered.out16 == parts.out16);
-            // The cluster kernel takes the windows whose blocks fit one wave.
-            int max_pos = 0;
-            for (const RowAt& r : w.rows) max_pos = std::max(max_pos, r.pos);
-            const int grid_splits = std::min(8, max_pos / kAttnSplit + 1 + extra_splits);
-            CHECK(one_wave == ((int(w.tile_first.size()) + extra_tiles) * sh.n_kv_heads * grid_splits <= sms));
-          }
-        }
-      }
-    }
-  }
-  // Past a cluster's splits: the split kernel.
-  AttnFixture f(AttnShape{64, 8, 4, 2, 2 * kReach}, 5u, true);
-  f.arena16 = true;
-  f.tc = true;
-  f.cluster = true;
-  AttnWindow far;
-  far.add(1, kReach, 1, 1);
-  f.run(far);
-  CHECK(f.took() == AttentionTcKernel::Split);
-  AttnWindow near;
-  near.add(1, kReach - 1, 1, 1);
-  f.run(near);
-  CHECK(f.took() == AttentionTcKernel::Cluster);
 }
 
 // ---------------------------------------------------------------------------------------------------------

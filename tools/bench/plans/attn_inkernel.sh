@@ -1,5 +1,5 @@
-# device_call.sh plan (written for run 131, not yet run): who merges the tensor-core attention's splits, by
-# STRATA_ATTN_MERGE: 0 the split merge kernel after the split kernel (the build's default); 1 the
+# device_call.sh plan (run 131; the code it measures is at 5470d80, removed after it): who merges the
+# tensor-core attention's splits, by STRATA_ATTN_MERGE: 0 the split merge kernel after the split kernel (the build's default); 1 the
 # whole-context kernel (a block per (tile, kv head) computes every split and merges them; short contexts);
 # 2 the split kernel's blocks as a cluster that merges through distributed shared memory (up to 8 splits).
 # Same bits every way (run 112's last-block merge, a different way to the same end, was slower: its fences,
