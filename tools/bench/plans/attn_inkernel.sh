@@ -1,12 +1,12 @@
 # device_call.sh plan (run 131; the code it measures is at 5470d80, removed after it): who merges the
-# tensor-core attention's splits, by STRATA_ATTN_MERGE: 0 the split merge kernel after the split kernel (the build's default); 1 the
-# whole-context kernel (a block per (tile, kv head) computes every split and merges them; short contexts);
-# 2 the split kernel's blocks as a cluster that merges through distributed shared memory (up to 8 splits).
-# Same bits every way (run 112's last-block merge, a different way to the same end, was slower: its fences,
-# count and serial merge). The bit tests first (they stop the plan when they fail); decode on strata-tiny's
-# speculation and plain paths; `strata bench spec` (the three in a rotated order after a warm-up); on an
-# H200 issue 9's benchmark; 1B decode at batch 1 and 4, 8B at batch 1; then every GPU test. Ordered by what a short call
-# should bring back first.
+# tensor-core attention's splits, by STRATA_ATTN_MERGE: 0 the split merge kernel after the split kernel
+# (the build's default); 1 the whole-context kernel (a block per (tile, kv head) computes every split and
+# merges them; short contexts); 2 the split kernel's blocks as a cluster that merges through distributed
+# shared memory (up to 8 splits). Same bits every way (run 112's last-block merge, a different way to the
+# same end, was slower: its fences, count and serial merge). The bit tests first (they stop the plan when
+# they fail); decode on strata-tiny's speculation and plain paths; `strata bench spec` (the three in a
+# rotated order after a warm-up); on an H200 issue 9's benchmark; 1B decode at batch 1 and 4, 8B at batch
+# 1; then every GPU test. Ordered by what a short call should bring back first.
 $S $B info
 TEST_FILTER="tensor-core attention*" $S $B test | tee "$OUT/test_merge.log"
 grep -q "All tests passed" "$OUT/test_cuda.log"
