@@ -20,8 +20,6 @@ for r in $(seq "${AB_ROUNDS:-4}"); do
   done
 done
 MODES=off,plain,ngram,draft
-r=warm
-spec_cfg warm
 ROUNDS=${ROUNDS:-4} spec_rotate "merge%s" STRATA_ATTN_MERGE 0 1 2
 STRATA_ATTN_MERGE=2 issue9_on_h200 1  # for issue 9's record when the card is an H200
 models_ready 1b 8b

@@ -94,11 +94,14 @@ spec_ab() {
     fi
   done
 }
-# spec_rotate LABEL_FMT VAR A B C: ROUNDS (4) rounds of spec_cfg with VAR set to each of A, B and C, the order
-# changed round by round (the six orders in turn), each labelled LABEL_FMT (printf) of the value.
+# spec_rotate LABEL_FMT VAR A B C: spec_cfg once unrecorded (warm-up, as spec_ab), then ROUNDS (4) rounds of
+# spec_cfg with VAR set to each of A, B and C, the order changed round by round (the six orders in turn),
+# each labelled LABEL_FMT (printf) of the value.
 spec_rotate() {
   local fmt=$1 var=$2 v
   local orders=("$3 $4 $5" "$5 $4 $3" "$4 $5 $3" "$3 $5 $4" "$5 $3 $4" "$4 $3 $5")
+  r=warm
+  spec_cfg warm
   for r in $(seq "${ROUNDS:-4}"); do
     for v in ${orders[$(((r - 1) % 6))]}; do
       # shellcheck disable=SC2059

@@ -5,8 +5,6 @@
 $S $B info
 . tools/bench/plans/lib.sh
 MODES=off,plain,draft
-r=warm
-spec_cfg warm
 ROUNDS=${ROUNDS:-3} spec_rotate k%s SPEC_K 4 5 6
 r=t256
 for k in 4 6; do spec_cfg "k$k" SPEC_K=$k TOKENS=256; done

@@ -10,8 +10,6 @@ $S $B info
 . tools/bench/plans/lib.sh
 issue9_on_h200 1
 MODES=off,plain,ngram,draft
-r=warm
-spec_cfg warm
 spec_rotate %s STRATA_LOOKUP_MODE wait now defer
 MODES=off,plain,draft
 r=t256
