@@ -6,8 +6,9 @@
 #
 #   tools/bench/device_call.sh LIMIT_S PLAN      e.g. tools/bench/device_call.sh 540 tools/bench/plans/decode_ab.sh
 #
-# The plan runs with $S (gpu_session.sh), $B (the unpacked binaries) and OUT (a scratch folder whose contents
-# end up in out.tgz) set, from the repository root; the first step that fails stops it. Give LIMIT_S about a
+# The plan runs with $S (gpu_session.sh), $B (the unpacked binaries), OUT (a scratch folder whose contents
+# end up in out.tgz) and BACK (the call's own $OUT: files too big for out.tgz, such as a trained model's
+# archive, at most 7 of 16 MiB) set, from the repository root; the first step that fails stops it. Give LIMIT_S about a
 # minute less than the call's timeout_s, and order the plan's steps by what matters most.
 set -uo pipefail
 limit=${1:?usage: device_call.sh LIMIT_S PLAN}
@@ -18,6 +19,6 @@ final=$OUT
 work=$(mktemp -d)
 [ -f .devcarry/bin.txz ] && tar xJf .devcarry/bin.txz -C .devcarry
 [ -f .devcarry/models.txz ] && [ ! -f models/strata-tiny/config.json ] && tar xJf .devcarry/models.txz
-S=tools/bench/gpu_session.sh B=.devcarry/bin OUT=$work timeout "$limit" bash -e "$plan" 2>&1 | tee "$work/call.log"
+S=tools/bench/gpu_session.sh B=.devcarry/bin OUT=$work BACK=$final timeout "$limit" bash -e "$plan" 2>&1 | tee "$work/call.log"
 echo "device_call.sh: plan exited ${PIPESTATUS[0]} after ${SECONDS}s" | tee -a "$work/call.log"
 tar czf "$final/out.tgz" -C "$work" .

@@ -320,7 +320,7 @@ def main():
     sd = None
     if a.self_distill_seconds > 0:
         plens = [16, 32, 64, 128, 256] if not a.smoke else [8, 16]
-        sd_np, sd_seqs = rd.self_distill_tokens(target, train_np, device, a.self_distill_seconds,
+        sd_np, sd_seqs, _ = rd.self_distill_tokens(target, train_np, device, a.self_distill_seconds,
                                                 2048 if not a.smoke else 8, 256 if not a.smoke else 16, plens,
                                                 a.seed + 7, eot)
         sd = {"seconds": a.self_distill_seconds, "sequences": sd_seqs, "tokens": int(len(sd_np)),

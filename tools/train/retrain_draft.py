@@ -58,7 +58,8 @@ def greedy_generate(model, ids, n_new):
     step = ids
     for _ in range(n_new):
         with torch.autocast(device_type=tt.DEVICE, dtype=torch.bfloat16):
-            out = model(input_ids=step, past_key_values=past, use_cache=True)
+            # Only the last position's logits: a 2,048-sequence prompt's would take gigabytes.
+            out = model(input_ids=step, past_key_values=past, use_cache=True, logits_to_keep=1)
         past = out.past_key_values
         step = out.logits[:, -1, :].float().argmax(dim=-1, keepdim=True)
         out_ids.append(step)
@@ -79,23 +80,77 @@ def load_draft(path, device):
     return load_model(path, torch.float32, device, attn_implementation="sdpa")
 
 
-def self_distill_tokens(target, train_np, device, seconds, batch, n_new, prompt_lens, seed, eot):
+# What copy prompts put between a window and its first tokens again: the ways a user asks for code back.
+COPY_SEPARATORS = ("\n\n\n# The code above, again:\n\n", "\n\n# Here it is once more.\n\n",
+                   "\n\n\n# A copy of the code above:\n\n", "\n\n# Same as above, cleaned up:\n\n")
+
+
+def copy_prompts(train_np, rng, batch, plen, sep_ids, head):
+    """batch prompts that invite a copy: a training window of plen tokens, a separator (its token ids), then
+    the window's first `head` tokens, so the target's continuation is (mostly) the window again."""
+    starts = rng.integers(0, len(train_np) - plen - 1, size=batch)
+    sep = np.asarray(sep_ids, dtype=np.int64)
+    return np.stack([np.concatenate([w, sep, w[:head]])
+                     for w in (train_np[st:st + plen].astype(np.int64) for st in starts)])
+
+
+def self_distill_tokens(target, train_np, device, seconds, batch, n_new, prompt_lens, seed, eot,
+                        copy_frac=0.0, copy_seps=(), copy_lens=(128, 256, 384), copy_head=8):
     """The target's greedy continuations of random training windows (prompt lengths cycling through
-    prompt_lens), each sequence followed by <|endoftext|>, for `seconds` of generation: one uint16 array."""
+    prompt_lens), each sequence followed by <|endoftext|>, for `seconds` of generation: one uint16 array.
+    A share copy_frac of the batches (interleaved) prompts for a copy instead (copy_prompts: a window of
+    copy_lens tokens, one of copy_seps' token lists, the window's first copy_head tokens)."""
     rng = np.random.default_rng(seed)
     limit = len(train_np) - max(prompt_lens) - 1
-    parts, n, t0 = [], 0, time.time()
+    parts, n, n_copy, t0 = [], 0, 0, time.time()
     while time.time() - t0 < seconds:
-        plen = int(prompt_lens[n % len(prompt_lens)])
-        starts = rng.integers(0, limit, size=batch)
-        prompts = np.stack([train_np[st:st + plen].astype(np.int64) for st in starts])
+        if copy_frac > 0 and (n_copy + 1) <= copy_frac * (n + 1):
+            plen = int(copy_lens[n_copy % len(copy_lens)])
+            sep = copy_seps[n_copy % len(copy_seps)]
+            prompts = copy_prompts(train_np, rng, batch, plen, sep, copy_head)
+            n_copy += 1
+        else:
+            plen = int(prompt_lens[(n - n_copy) % len(prompt_lens)])
+            starts = rng.integers(0, limit, size=batch)
+            prompts = np.stack([train_np[st:st + plen].astype(np.int64) for st in starts])
         seq = greedy_generate(target, torch.from_numpy(prompts).to(device), n_new).cpu().numpy()
         seq = np.concatenate([seq, np.full((seq.shape[0], 1), eot, dtype=seq.dtype)], axis=1)
         parts.append(seq.astype(np.uint16).reshape(-1))
         n += 1
     tokens = np.concatenate(parts)
-    tt.log(f"self-distillation: {n} batches of {batch} sequences, {len(tokens):,} tokens in {time.time() - t0:.0f}s")
-    return tokens, n * batch
+    tt.log(f"self-distillation: {n} batches of {batch} sequences ({n_copy} of copy prompts), {len(tokens):,} tokens "
+           f"in {time.time() - t0:.0f}s")
+    return tokens, n * batch, n_copy * batch
+
+
+@torch.no_grad()
+def class_acceptance(target, drafts, tok, path, device, n_new, k):
+    """Each draft's acceptance on `strata bench spec`'s prompts (tools/bench/spec_prompts.json), class by
+    class: the target greedy-decodes n_new tokens after each prompt (one at a time, as the bench runs them);
+    at each generated position, does the draft's greedy token given the target's prefix equal the target's,
+    and how many of a k-token block does speculative decoding keep (tt.accepted_per_block). drafts: {name:
+    model}. Returns {name: {class: {...}}}."""
+    with open(path, encoding="utf-8") as f:
+        classes = json.load(f)["classes"]
+    out = {name: {} for name in drafts}
+    for c in classes:
+        seqs = []
+        for text in c["prompts"]:
+            ids = torch.tensor([tok.encode(text, add_special_tokens=False).ids], device=device)
+            seq, _ = tt.greedy_continue(target, ids, n_new, autocast=True)
+            seqs.append((ids.shape[1], seq))
+        for name, draft in drafts.items():
+            matches = []
+            for plen, seq in seqs:
+                with torch.autocast(device_type=tt.DEVICE, dtype=torch.bfloat16):
+                    dl = draft(input_ids=seq[:, :-1], use_cache=False).logits.float()
+                matches.append((dl.argmax(dim=-1)[0, plen - 1:] == seq[0, plen:]).cpu().numpy())
+            acc = tt.accepted_per_block(matches, k)
+            out[name][c["name"]] = {"prompts": len(seqs), "new_tokens": n_new, "k": k,
+                                    "greedy_token_acceptance": round(float(np.mean(np.concatenate(matches))), 4),
+                                    "mean_accepted_per_block": round(float(np.mean(acc)), 3)}
+    tt.log(f"acceptance on the bench's prompt classes: {out}")
+    return out
 
 
 class MixedBatches:
@@ -134,6 +189,12 @@ def main():
     ap.add_argument("--self-distill-seed", type=int, default=None,
                     help="seed of the continuations' prompts (default --seed + 7; another one gives a continued "
                          "training new sequences while --seed keeps the acceptance measure's prompts)")
+    ap.add_argument("--self-distill-copy-frac", type=float, default=0.0,
+                    help="share of the continuations whose prompt asks for a copy of a window (copy_prompts)")
+    ap.add_argument("--class-prompts", default=None,
+                    help="tools/bench/spec_prompts.json: also measure acceptance on its prompt classes")
+    ap.add_argument("--compare-draft", action="append", default=[],
+                    help="a draft model directory measured beside the new one on --class-prompts (repeatable)")
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to dry-run the logic (with --smoke)")
     ap.add_argument("--smoke", action="store_true", help="train_tiny.py's smoke sizes for the loops")
     a = ap.parse_args()
@@ -176,12 +237,16 @@ def main():
             raise SystemExit("--self-distill-frac must be within (0, 1)")
         plens = [16, 32, 64, 128, 256] if not a.smoke else [8, 16]
         n_new = a.self_distill_new if not a.smoke else 16
-        sd_np, sd_seqs = self_distill_tokens(target, train_np, device, a.self_distill_seconds,
-                                             a.self_distill_batch if not a.smoke else 8, n_new, plens,
-                                             a.seed + 7 if a.self_distill_seed is None else a.self_distill_seed,
-                                             eot)
+        if not 0.0 <= a.self_distill_copy_frac <= 1.0:
+            raise SystemExit("--self-distill-copy-frac must be within [0, 1]")
+        seps = [tok.encode(t, add_special_tokens=False).ids for t in COPY_SEPARATORS]
+        sd_np, sd_seqs, sd_copy = self_distill_tokens(
+            target, train_np, device, a.self_distill_seconds, a.self_distill_batch if not a.smoke else 8, n_new,
+            plens, a.seed + 7 if a.self_distill_seed is None else a.self_distill_seed, eot,
+            a.self_distill_copy_frac, seps, (128, 256, 384) if not a.smoke else (16,))
         sd_info = {"seconds": a.self_distill_seconds, "sequences": sd_seqs, "tokens": int(len(sd_np)),
-                   "prompt_lengths": plens, "new_tokens": n_new, "batch_fraction": a.self_distill_frac}
+                   "prompt_lengths": plens, "new_tokens": n_new, "batch_fraction": a.self_distill_frac,
+                   "copy_sequences": sd_copy}
         batches = MixedBatches(batches, tt.Batches(sd_np, device, a.seed + 8), a.self_distill_frac)
 
     torch.manual_seed(a.seed + 1)
@@ -214,6 +279,12 @@ def main():
     tt.log(f"draft: train loss {tt.fmt_loss(dres['train_loss'])}, held-out {tt.fmt_loss(dres['heldout_loss'])}")
     acc = tt.acceptance(target, draft, heldout_np, device, p["acc_prompts"], 64, p["acc_new"], 4, a.seed)
     tt.log(f"acceptance: {acc}")
+    class_acc = None
+    if a.class_prompts:
+        drafts = {"new": draft}
+        for d in a.compare_draft:
+            drafts[os.path.basename(os.path.normpath(d))] = load_draft(d, device).eval()
+        class_acc = class_acceptance(target, drafts, tok, a.class_prompts, device, p["acc_new"], 4)
 
     draft.to(torch.bfloat16)
     draft.config.use_cache = True
@@ -224,6 +295,7 @@ def main():
     with open(os.path.join(out, "spec_section.md"), "w", encoding="utf-8") as f:
         f.write(tt.spec_section(acc))
     report = {"args": vars(a), "params": p, "corpus": cinfo, "draft": dres, "acceptance": acc,
+              "class_acceptance": class_acc,
               "total_seconds": round(time.time() - tt.T0, 1)}
     with open(os.path.join(out, "retrain_report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)

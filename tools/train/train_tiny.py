@@ -471,7 +471,9 @@ def self_distill_line(sd):
         return ""
     return (f"- self-distillation: {sd['batch_fraction'] * 100:.0f}% of each batch from strata-tiny's own greedy "
             f"continuations ({sd['sequences']:,} sequences, {sd['tokens']:,} tokens, prompts of "
-            f"{'/'.join(str(n) for n in sd['prompt_lengths'])} corpus tokens, {sd['new_tokens']} generated each)\n")
+            f"{'/'.join(str(n) for n in sd['prompt_lengths'])} corpus tokens, {sd['new_tokens']} generated each"
+            + (f"; {sd['copy_sequences']:,} of the prompts ask for a copy of a corpus window"
+               if sd.get("copy_sequences") else "") + ")\n")
 
 
 def write_cards(out, report, tcfg, dcfg):

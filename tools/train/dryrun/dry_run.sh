@@ -18,7 +18,12 @@ done
 # into a copy of the tree's layout.
 PYTHONPATH="$here" PYTHONUNBUFFERED=1 /usr/bin/python3 "$here/../retrain_draft.py" --target "$out/strata-tiny" \
   --out "$out/retrain" --smoke --device cpu --corpus-mb 3 --draft-seconds 2 --draft-layers 2 --draft-hidden 128 \
-  --draft-intermediate 256 --tokens-per-step 16384 --self-distill-seconds 1
+  --draft-intermediate 256 --tokens-per-step 16384 --self-distill-seconds 1 --self-distill-copy-frac 0.5 \
+  --class-prompts "$here/../../bench/spec_prompts.json" --compare-draft "$out/strata-tiny-draft"
+/usr/bin/python3 -c "import json, sys; r = json.load(open(sys.argv[1])); c = r['class_acceptance']; \
+assert set(c) == {'new', 'strata-tiny-draft'} and set(c['new']) == {'novel', 'repetitive'}, c; \
+assert r['draft']['self_distillation']['copy_sequences'] > 0, r['draft']['self_distillation']" \
+  "$out/retrain/retrain_report.json"
 for f in retrain/strata-tiny-draft/config.json retrain/strata-tiny-draft/README.md retrain/spec_section.md \
          retrain/retrain_report.json; do
   [ -f "$out/$f" ] || { echo "dry_run.sh: $out/$f is missing" >&2; exit 1; }

@@ -23,13 +23,14 @@ class Qwen3ForCausalLM(torch.nn.Module):
         self.lm_head.weight = self.model.embed_tokens.weight
     def get_input_embeddings(self): return self.model.embed_tokens
     def tie_weights(self): self.lm_head.weight = self.model.embed_tokens.weight
-    def forward(self, input_ids=None, use_cache=None, past_key_values=None):
+    def forward(self, input_ids=None, use_cache=None, past_key_values=None, logits_to_keep=0):
         assert input_ids.dtype == torch.int64 and input_ids.dim() == 2, (input_ids.dtype, input_ids.shape)
         new = input_ids.shape[1]
         if past_key_values is not None:  # this stand-in keeps the ids so far as its cache and recomputes them
             input_ids = torch.cat([past_key_values, input_ids], dim=1)
         h = self.model(input_ids=input_ids).last_hidden_state
-        return types.SimpleNamespace(logits=self.lm_head(h)[:, -new:], past_key_values=input_ids if use_cache else None)
+        keep = logits_to_keep if 0 < logits_to_keep < new else new
+        return types.SimpleNamespace(logits=self.lm_head(h)[:, -keep:], past_key_values=input_ids if use_cache else None)
     def save_pretrained(self, d):
         torch.save(self.state_dict(), os.path.join(d, "model.safetensors"))
         cfg = {k: v for k, v in self.config.__dict__.items() if not k.startswith("_")}
