@@ -4,7 +4,8 @@
 # occurred before, one to read what followed) and one layer at 384 (the shipped shape, same data). Each
 # reports its acceptance on the bench's prompt classes beside the shipped draft's; then `strata bench spec`
 # with the three drafts, rotated, two rounds. The new drafts' archives come back in $BACK.
-#   DRAFT_SECONDS (270) / SD_SECONDS (75): each run's training / self-distillation budget.
+#   DRAFT_SECONDS (270) / SD_SECONDS (75): each run's training / self-distillation budget; TRAIN_TAGS ("l2 l1")
+#   which drafts to train; ROUNDS (2) of the bench.
 $S $B info
 . tools/bench/plans/lib.sh
 train() {
@@ -13,26 +14,28 @@ train() {
     --self-distill-copy-frac 0.3 --class-prompts tools/bench/spec_prompts.json --compare-draft models/strata-tiny-draft \
     "${@:2}" > "$OUT/train_$1.log" 2>&1
 }
-train l2 --draft-layers 2 &
-sleep 20   # the corpora are built one after the other, not on the same cores at once
-train l1 --draft-layers 1 &
+tags=${TRAIN_TAGS:-l2 l1}   # l2: two layers, l1: one layer
+for t in $tags; do
+  train "$t" --draft-layers "${t#l}" &
+  sleep 20   # the corpora are built one after the other, not on the same cores at once
+done
 wait
-for t in l1 l2; do
+for t in $tags; do
   cat "$OUT/train_$t.log"
   grep -h "acceptance" "$OUT/$t/retrain.log" | tail -2 | cut -c1-900
   for f in "$OUT/$t"/draft.tgz.part-*; do
-    [ -f "$f" ] && mv "$f" "$BACK/${t}_$(basename "$f")"   # not into out.tgz: 16 MiB a file comes back
+    if [ -f "$f" ]; then mv "$f" "$BACK/${t}_$(basename "$f")"; fi   # not in out.tgz: 16 MiB a file comes back
   done
 done
-d1=/tmp/strata-draft-l1/strata-tiny-draft d2=/tmp/strata-draft-l2/strata-tiny-draft
-[ -f $d1/config.json ] && [ -f $d2/config.json ] || exit 1
+[ -f /tmp/strata-draft-l2/strata-tiny-draft/config.json ] || exit 1
+drafts=(models/strata-tiny-draft)
+for t in $tags; do drafts+=("/tmp/strata-draft-$t/strata-tiny-draft"); done
+label() { case $1 in models/*) echo shipped ;; *) basename "$(dirname "$1")" | sed 's/strata-draft-//' ;; esac; }
+[ "${ROUNDS:-2}" -gt 0 ] || exit 0
 r=warm
 spec_one shipped_warm models/strata-tiny-draft off,plain,ngram,draft
-r=1
-spec_one shipped_r1 models/strata-tiny-draft off,plain,draft
-spec_one l2_r1 $d2 off,plain,draft
-spec_one l1_r1 $d1 off,plain,draft
-r=2
-spec_one l1_r2 $d1 off,plain,draft
-spec_one l2_r2 $d2 off,plain,draft
-spec_one shipped_r2 models/strata-tiny-draft off,plain,draft
+for r in $(seq "${ROUNDS:-2}"); do
+  order=("${drafts[@]}")
+  [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${drafts[@]}" | tac))
+  for d in "${order[@]}"; do spec_one "$(label "$d")_r$r" "$d" off,plain,draft; done
+done
