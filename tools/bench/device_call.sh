@@ -8,8 +8,8 @@
 #
 # The plan runs with $S (gpu_session.sh), $B (the unpacked binaries), OUT (a scratch folder whose contents
 # end up in out.tgz) and BACK (the call's own $OUT: files too big for out.tgz, such as a trained model's
-# archive, at most 7 of 16 MiB) set, from the repository root; the first step that fails stops it. Give LIMIT_S about a
-# minute less than the call's timeout_s, and order the plan's steps by what matters most.
+# archive, at most 7 of 16 MiB) set, from the repository root; the first step that fails stops it. Give
+# LIMIT_S about a minute less than the call's timeout_s, and order the plan's steps by what matters most.
 set -uo pipefail
 limit=${1:?usage: device_call.sh LIMIT_S PLAN}
 plan=${2:?usage: device_call.sh LIMIT_S PLAN}

@@ -3,7 +3,9 @@
 
   python3 tools/train/retrain_draft.py --target models/strata-tiny --out OUTDIR [--draft-seconds 300]
       [--draft-layers 2] [--draft-hidden 384] [--draft-intermediate 1024] [--distill 0.5]
-      [--self-distill-seconds 75 --self-distill-frac 0.5] [--init DRAFT_DIR --draft-lr 1e-3 --warmup 30]
+      [--self-distill-seconds 75 --self-distill-frac 0.5 --self-distill-copy-frac 0.3]
+      [--init DRAFT_DIR --draft-lr 1e-3 --warmup 30]
+      [--class-prompts tools/bench/spec_prompts.json --compare-draft models/strata-tiny-draft]
 
 The target stays as it is (its weights, tokenizer and golden.json are what the tests pin); only the draft is
 trained again, longer or wider, so speculative decoding accepts more of its tokens. Same corpus as
@@ -16,6 +18,11 @@ random training-corpus windows for that long, and --self-distill-frac of every b
 sequences. Speculative decoding accepts a draft when it equals the target's greedy pick on the target's own
 output, and the target's output is not corpus text (it repeats itself, for one), so the draft learns from
 the text it will be asked to predict. The held-out prompts of the acceptance measure are not among them.
+
+--self-distill-copy-frac F: that share of the continuations' prompts ask for a copy (a corpus window, a
+separator, the window's first tokens), so the draft also learns what the target does when it repeats a span.
+--class-prompts: acceptance on `strata bench spec`'s prompt classes too, for the new draft and each
+--compare-draft, into retrain_report.json's class_acceptance.
 
 --init DRAFT_DIR continues training a draft (its shape and weights, e.g. the shipped models/strata-tiny-draft)
 instead of starting from random weights; the shape options are then ignored.
