@@ -134,8 +134,8 @@ def self_distill_tokens(target, train_np, device, seconds, batch, n_new, prompt_
 def class_acceptance(target, drafts, tok, path, device, n_new, k):
     """Each draft's acceptance on `strata bench spec`'s prompts (tools/bench/spec_prompts.json), class by
     class: the target greedy-decodes n_new tokens after each prompt (one at a time, as the bench runs them);
-    at each generated position, does the draft's greedy token given the target's prefix equal the target's,
-    and how many of a k-token block does speculative decoding keep (tt.accepted_per_block). drafts: {name:
+    at each generated position, does the draft's greedy token given the target's prefix equal the target's
+    (tt.draft_matches), and how many of a k-token block does speculative decoding keep (tt.accepted_per_block). drafts: {name:
     model}. Returns {name: {class: {...}}}."""
     with open(path, encoding="utf-8") as f:
         classes = json.load(f)["classes"]
@@ -147,11 +147,7 @@ def class_acceptance(target, drafts, tok, path, device, n_new, k):
             seq, _ = tt.greedy_continue(target, ids, n_new, autocast=True)
             seqs.append((ids.shape[1], seq))
         for name, draft in drafts.items():
-            matches = []
-            for plen, seq in seqs:
-                with torch.autocast(device_type=tt.DEVICE, dtype=torch.bfloat16):
-                    dl = draft(input_ids=seq[:, :-1], use_cache=False).logits.float()
-                matches.append((dl.argmax(dim=-1)[0, plen - 1:] == seq[0, plen:]).cpu().numpy())
+            matches = [tt.draft_matches(draft, seq, plen)[0] for plen, seq in seqs]
             acc = tt.accepted_per_block(matches, k)
             out[name][c["name"]] = {"prompts": len(seqs), "new_tokens": n_new, "k": k,
                                     "greedy_token_acceptance": round(float(np.mean(np.concatenate(matches))), 4),

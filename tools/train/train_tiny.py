@@ -341,6 +341,17 @@ def accepted_per_block(match, k):
 
 
 @torch.no_grad()
+def draft_matches(draft, seq, prompt_len):
+    """seq: [B, P + n] token ids (prompts of P tokens, then the target's greedy continuation). Whether the
+    draft's greedy next token, given the target's prefix, equals the target's at each generated position:
+    a [B, n] numpy bool array."""
+    with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
+        dl = draft(input_ids=seq[:, :-1], use_cache=False).logits.float()
+    dpred = dl.argmax(dim=-1)                         # dpred[:, p] predicts seq[:, p + 1]
+    return (dpred[:, prompt_len - 1:] == seq[:, prompt_len:]).cpu().numpy()
+
+
+@torch.no_grad()
 def acceptance(target, draft, heldout_np, device, n_prompts, prompt_len, n_new, k, seed):
     """The target greedy-decodes n_new tokens after held-out prompts; at each generated position, does the
     draft's greedy next token (given the target's prefix) equal the target's? Plus the mean accepted length
@@ -352,12 +363,7 @@ def acceptance(target, draft, heldout_np, device, n_prompts, prompt_len, n_new, 
     prompts = np.stack([heldout_np[s:s + prompt_len].astype(np.int64) for s in starts])
     ids = torch.from_numpy(prompts).to(device)
     seq, _ = greedy_continue(target, ids, n_new, autocast=True)
-    with torch.autocast(device_type=DEVICE, dtype=torch.bfloat16):
-        dl = draft(input_ids=seq[:, :-1], use_cache=False).logits.float()
-    dpred = dl.argmax(dim=-1)                         # dpred[:, p] predicts seq[:, p + 1]
-    gen_pred = dpred[:, prompt_len - 1:]              # predictions of the n_new generated tokens
-    gen_true = seq[:, prompt_len:]
-    match = (gen_pred == gen_true).cpu().numpy()      # [B, n_new]
+    match = draft_matches(draft, seq, prompt_len)     # [B, n_new]
     per_pos_rate = float(match.mean())
     accepted = accepted_per_block(match, k)
     blocks = len(accepted)

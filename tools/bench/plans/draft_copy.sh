@@ -27,9 +27,12 @@ for t in $tags; do
     if [ -f "$f" ]; then mv "$f" "$BACK/${t}_$(basename "$f")"; fi   # not in out.tgz: 16 MiB a file comes back
   done
 done
-[ -f /tmp/strata-draft-l2/strata-tiny-draft/config.json ] || exit 1
 drafts=(models/strata-tiny-draft)
-for t in $tags; do drafts+=("/tmp/strata-draft-$t/strata-tiny-draft"); done
+for t in $tags; do
+  d=/tmp/strata-draft-$t/strata-tiny-draft
+  [ -f "$d/config.json" ] || { echo "draft_copy.sh: no $t draft came out of training"; exit 1; }
+  drafts+=("$d")
+done
 label() { case $1 in models/*) echo shipped ;; *) basename "$(dirname "$1")" | sed 's/strata-draft-//' ;; esac; }
 [ "${ROUNDS:-2}" -gt 0 ] || exit 0
 r=warm
