@@ -4,7 +4,7 @@
   python3 tools/train/retrain_draft.py --target models/strata-tiny --out OUTDIR [--draft-seconds 300]
       [--draft-layers 2] [--draft-hidden 384] [--draft-intermediate 1024] [--distill 0.5]
       [--self-distill-seconds 75 --self-distill-frac 0.5 --self-distill-copy-frac 0.3]
-      [--init DRAFT_DIR --draft-lr 1e-3 --warmup 30]
+      [--init DRAFT_DIR [--grow-layers 1] --draft-lr 1e-3 --warmup 30]
       [--class-prompts tools/bench/spec_prompts.json --compare-draft models/strata-tiny-draft]
 
 The target stays as it is (its weights, tokenizer and golden.json are what the tests pin); only the draft is
@@ -25,7 +25,10 @@ separator, the window's first tokens), so the draft also learns what the target 
 --compare-draft, into retrain_report.json's class_acceptance.
 
 --init DRAFT_DIR continues training a draft (its shape and weights, e.g. the shipped models/strata-tiny-draft)
-instead of starting from random weights; the shape options are then ignored.
+instead of starting from random weights; the shape options are then ignored. --grow-layers N adds N layers
+after the given draft's, each starting with its attention and MLP output projections at zero, so the grown
+draft begins as the given one (same logits) and training decides what the new layers add (a one-layer draft
+cannot copy a span: that takes two attention layers in sequence).
 
 Writes OUTDIR/strata-tiny-draft (safetensors in bf16, tokenizer files, README.md), OUTDIR/spec_section.md
 (strata-tiny's README section on its draft, to paste over the old one) and OUTDIR/retrain_report.json.
@@ -85,6 +88,34 @@ def load_model(path, dtype, device, **kw):
 def load_draft(path, device):
     """A saved draft model in fp32 on the device, with PyTorch's fused attention as tt.new_model asks."""
     return load_model(path, torch.float32, device, attn_implementation="sdpa")
+
+
+def grow_draft(draft, n_new, device, im_end, eot):
+    """`draft` with n_new layers appended: the same config otherwise, the old weights copied, and each new
+    layer's output projections (attention's o_proj, the MLP's down_proj) zero, so that every new layer adds
+    nothing to the residual stream at first and the grown model's logits are the old one's."""
+    c = draft.config
+    old = c.num_hidden_layers
+    cfg = tt.make_config(c.vocab_size, old + n_new, c.hidden_size, c.num_attention_heads, c.num_key_value_heads,
+                         c.head_dim, c.intermediate_size, c.max_position_embeddings, im_end, eot)
+    grown = tt.new_model(cfg, device)
+    missing, unexpected = grown.load_state_dict(draft.state_dict(), strict=False)
+    new_prefixes = tuple(f"model.layers.{i}." for i in range(old, old + n_new))
+    if unexpected or any(not k.startswith(new_prefixes) for k in missing):
+        raise SystemExit(f"grow_draft: weights do not line up (missing {missing}, unexpected {unexpected})")
+    with torch.no_grad():
+        for i in range(old, old + n_new):
+            layer = grown.model.layers[i]
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+    grown.tie_weights()
+    probe = torch.randint(0, c.vocab_size, (2, 64), device=device)
+    with torch.no_grad():
+        diff = (grown(input_ids=probe).logits - draft(input_ids=probe).logits).abs().max().item()
+    tt.log(f"grown draft: {old} + {n_new} layer(s); logits against the given draft's differ by at most {diff:.2e}")
+    if diff > 1e-3:
+        raise SystemExit(f"grow_draft: the grown draft does not start as the given one ({diff})")
+    return grown
 
 
 # What copy prompts put between a window and its first tokens again: the ways a user asks for code back.
@@ -182,6 +213,8 @@ def main():
     ap.add_argument("--draft-lr", type=float, default=3e-3)
     ap.add_argument("--distill", type=float, default=0.5)
     ap.add_argument("--init", default=None, help="a draft model directory to continue training from")
+    ap.add_argument("--grow-layers", type=int, default=0,
+                    help="with --init: layers added after the draft's, starting as no change (grow_draft)")
     ap.add_argument("--warmup", type=int, default=150, help="warmup steps of the learning rate")
     ap.add_argument("--tokens-per-step", type=int, default=131072)
     ap.add_argument("--self-distill-seconds", type=float, default=0.0,
@@ -253,6 +286,8 @@ def main():
         batches = MixedBatches(batches, tt.Batches(sd_np, device, a.seed + 8), a.self_distill_frac)
 
     torch.manual_seed(a.seed + 1)
+    if a.grow_layers and not a.init:
+        raise SystemExit("--grow-layers needs --init (the draft to grow)")
     if a.init:
         # Continued training: the given draft's shape and weights, in fp32 as a fresh model trains.
         draft = load_draft(a.init, device)
@@ -260,7 +295,11 @@ def main():
         if dcfg.vocab_size != vocab:
             raise SystemExit(f"--init draft vocab {dcfg.vocab_size} != target vocab {vocab}")
         dcfg.use_cache = False
-        tt.log(f"continuing from {a.init}: {dcfg.num_hidden_layers} layer(s), hidden {dcfg.hidden_size}")
+        if a.grow_layers > 0:
+            draft = grow_draft(draft, a.grow_layers, device, im_end, eot)
+            dcfg = draft.config
+        tt.log(f"continuing from {a.init}: {dcfg.num_hidden_layers} layer(s) ({a.grow_layers} new), "
+               f"hidden {dcfg.hidden_size}")
     else:
         # The draft: head_dim 64 like the target, as train_tiny.py shapes it.
         dheads = max(1, a.draft_hidden // 64)
@@ -274,6 +313,7 @@ def main():
     dres["distill_weight"] = a.distill
     if a.init:
         dres["continued_from"] = os.path.basename(os.path.normpath(a.init))
+        dres["grown_layers"] = a.grow_layers
     dres["self_distillation"] = sd_info
     dres["made_by"] = "tools/train/retrain_draft.py " + " ".join(training_options(sys.argv[1:]))
     dres["params"] = tt.count_params(draft)

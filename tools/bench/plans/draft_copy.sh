@@ -1,10 +1,11 @@
-# device_call.sh plan (run 132): two strata-tiny drafts trained side by side (retrain_draft.py, from random
-# weights, half of each batch from the target's own continuations, 30 % of those prompted for a copy of a
-# corpus window): two layers at 384 (an induction step needs two layers: one to find where the current token
-# occurred before, one to read what followed) and one layer at 384 (the shipped shape, same data). Each
+# device_call.sh plan (run 132): strata-tiny drafts trained side by side (retrain_draft.py, half of each batch
+# from the target's own continuations, 30 % of those prompted for a copy of a corpus window): l2, two layers at
+# 384 from random weights (an induction step needs two layers: one to find where the current token occurred
+# before, one to read what followed); g2, the shipped draft grown by one layer that starts as no change
+# (--init --grow-layers 1); l1, one layer at 384 from random weights (the shipped shape, same data). Each
 # reports its acceptance on the bench's prompt classes beside the shipped draft's; then `strata bench spec`
-# with the three drafts, rotated, two rounds. The new drafts' archives come back in $BACK.
-#   DRAFT_SECONDS (270) / SD_SECONDS (75): each run's training / self-distillation budget; TRAIN_TAGS ("l2 l1")
+# with the drafts, rotated. The new drafts' archives come back in $BACK.
+#   DRAFT_SECONDS (270) / SD_SECONDS (75): each run's training / self-distillation budget; TRAIN_TAGS ("l2 g2 l1")
 #   which drafts to train; ROUNDS (2) of the bench.
 $S $B info
 . tools/bench/plans/lib.sh
@@ -14,9 +15,12 @@ train() {
     --self-distill-copy-frac 0.3 --class-prompts tools/bench/spec_prompts.json --compare-draft models/strata-tiny-draft \
     "${@:2}" > "$OUT/train_$1.log" 2>&1
 }
-tags=${TRAIN_TAGS:-l2 l1}   # l2: two layers, l1: one layer
+tags=${TRAIN_TAGS:-l2 g2 l1}   # lN: N layers from random weights; gN: the shipped draft grown to N layers
 for t in $tags; do
-  train "$t" --draft-layers "${t#l}" &
+  case $t in
+    l*) train "$t" --draft-layers "${t#l}" & ;;
+    g*) train "$t" --init models/strata-tiny-draft --grow-layers $((${t#g} - 1)) --draft-lr 1e-3 --warmup 30 & ;;
+  esac
   sleep 20   # the corpora are built one after the other, not on the same cores at once
 done
 wait

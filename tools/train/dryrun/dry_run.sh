@@ -28,11 +28,14 @@ for f in retrain/strata-tiny-draft/config.json retrain/strata-tiny-draft/README.
          retrain/retrain_report.json; do
   [ -f "$out/$f" ] || { echo "dry_run.sh: $out/$f is missing" >&2; exit 1; }
 done
-# Training continued from that draft (--init), brought back in parts as device_retrain_draft.sh packs it.
+# Training continued from that draft (--init) with one layer more (--grow-layers, which checks that the grown
+# draft starts with the given one's logits), brought back in parts as device_retrain_draft.sh packs it.
 PYTHONPATH="$here" PYTHONUNBUFFERED=1 /usr/bin/python3 "$here/../retrain_draft.py" --target "$out/strata-tiny" \
   --out "$out/retrain2" --smoke --device cpu --corpus-mb 3 --draft-seconds 2 --init "$out/retrain/strata-tiny-draft" \
-  --warmup 2 --draft-lr 1e-3 --tokens-per-step 16384 --self-distill-seconds 1 --self-distill-seed 99
+  --grow-layers 1 --warmup 2 --draft-lr 1e-3 --tokens-per-step 16384 --self-distill-seconds 1 --self-distill-seed 99
 grep -q "continued from the draft" "$out/retrain2/strata-tiny-draft/README.md"
+/usr/bin/python3 -c "import json, sys; c = json.load(open(sys.argv[1])); assert c['num_hidden_layers'] == 3, c" \
+  "$out/retrain2/strata-tiny-draft/config.json"
 mkdir -p "$out/tree/tools/train" "$out/tree/models" "$out/back"
 cp "$here/../apply_draft.py" "$out/tree/tools/train/"
 cp -r "$out/strata-tiny" "$out/strata-tiny-draft" "$out/tree/models/"

@@ -5,12 +5,24 @@ __version__ = "5.17.0"
 class Qwen3Config:
     def __init__(self, **kw):
         self.__dict__.update(kw); self._attn_implementation = None
+class _Layer(torch.nn.Module):
+    # A residual block named as Qwen3's are where retrain_draft.grow_draft reaches in (o_proj, down_proj).
+    def __init__(self, hidden, inter):
+        super().__init__()
+        self.self_attn = torch.nn.Module(); self.self_attn.o_proj = torch.nn.Linear(hidden, hidden, bias=False)
+        self.mlp = torch.nn.Module(); self.mlp.up_proj = torch.nn.Linear(hidden, inter, bias=False)
+        self.mlp.down_proj = torch.nn.Linear(inter, hidden, bias=False)
+    def forward(self, h):
+        n = torch.arange(1, h.shape[1] + 1, device=h.device, dtype=h.dtype)[None, :, None]
+        h = h + self.self_attn.o_proj(h.cumsum(1) / n)
+        return h + self.mlp.down_proj(torch.nn.functional.silu(self.mlp.up_proj(h)))
 class _Body(torch.nn.Module):
     # The stand-in's body: forward gives last_hidden_state as transformers' model.model does (eagle_draft.py).
     def forward(self, input_ids=None):
         h = self.embed_tokens(input_ids)
-        n = torch.arange(1, h.shape[1] + 1, device=h.device, dtype=h.dtype)[None, :, None]
-        return types.SimpleNamespace(last_hidden_state=self.norm(h + self.mix(h.cumsum(1) / n)))
+        for layer in self.layers:
+            h = layer(h)
+        return types.SimpleNamespace(last_hidden_state=self.norm(h))
 class Qwen3ForCausalLM(torch.nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -18,7 +30,8 @@ class Qwen3ForCausalLM(torch.nn.Module):
         self.model = _Body()
         self.model.embed_tokens = torch.nn.Embedding(config.vocab_size, config.hidden_size)
         self.model.norm = torch.nn.LayerNorm(config.hidden_size)
-        self.model.mix = torch.nn.Linear(config.hidden_size, config.hidden_size)
+        self.model.layers = torch.nn.ModuleList(_Layer(config.hidden_size, config.intermediate_size)
+                                                for _ in range(config.num_hidden_layers))
         self.lm_head = torch.nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.lm_head.weight = self.model.embed_tokens.weight
     def get_input_embeddings(self): return self.model.embed_tokens
