@@ -54,8 +54,10 @@ class Drafter {
 };
 
 // Prompt lookup: find the longest suffix of the history (max_n down to min_n tokens) that occurred earlier,
-// take its most recent earlier occurrence, and propose what followed it. No weights; it pays off where the
-// output copies spans of the context (code edits, summaries, RAG).
+// take its most recent earlier occurrence, and propose what followed it, max_k tokens (continue_copy: where
+// the occurrence is fewer than max_k tokens back, the copy runs on into the proposal, repeating that period).
+// No weights; it pays off where the output copies spans of the context (code edits, summaries, RAG) or
+// repeats itself.
 //
 // One per request: it indexes the history as it grows (each n-gram's latest end), so a proposal costs the
 // new tokens and a lookup per n, not a scan of the whole history (a 4k-token history took ~0.08 ms a
@@ -67,6 +69,8 @@ class NgramDrafter : public Drafter {
   NgramDrafter(int min_n = 1, int max_n = 4);
   const char* name() const override { return "ngram"; }
   std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) override;
+  // max_k tokens copied from history[from..] on, the copy reading its own output past the history's end.
+  static std::vector<TokenId> continue_copy(const std::vector<TokenId>& history, int from, int max_k);
 
  private:
   // Brings the index up to `h`: every n-gram that ends before h's last token.

@@ -55,10 +55,21 @@ std::vector<TokenId> NgramDrafter::propose(const std::vector<TokenId>& history, 
         if (std::equal(suffix, suffix + n, history.data() + start)) from = start + n;
     }
     if (from < 0) continue;
-    const int take = std::min(max_k, len - from);
-    return std::vector<TokenId>(history.begin() + from, history.begin() + from + take);
+    return continue_copy(history, from, max_k);
   }
   return {};
+}
+
+std::vector<TokenId> NgramDrafter::continue_copy(const std::vector<TokenId>& history, int from, int max_k) {
+  // The copy runs on into its own proposal, as an overlapping copy does: a match `period` tokens back says the
+  // text repeats with that period, so token i of the proposal is the one `period` before it (a loop of one
+  // token, a run of the same character, proposes max_k of it, not one).
+  const int period = static_cast<int>(history.size()) - from;
+  std::vector<TokenId> out;
+  out.reserve(static_cast<size_t>(max_k));
+  for (int i = 0; i < max_k; ++i)
+    out.push_back(i < period ? history[static_cast<size_t>(from + i)] : out[static_cast<size_t>(i - period)]);
+  return out;
 }
 
 void AdaptiveK::update(int proposed, int accepted) {

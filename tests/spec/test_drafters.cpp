@@ -32,10 +32,17 @@ TEST_CASE("n-gram drafter proposes nothing without a repeat, for short histories
   CHECK(d.propose({1, 2, 1, 2}, 0).empty());
 }
 
-TEST_CASE("n-gram drafter stops its proposal at the end of the history") {
+TEST_CASE("n-gram drafter continues a copy that reaches the end of the history with its own proposal") {
   NgramDrafter d(1, 1);
-  // [9] last seen at index 2, followed only by 4 before the suffix itself
-  CHECK(d.propose({9, 1, 9, 4, 9}, 5) == std::vector<TokenId>{4, 9});
+  // [9] last seen at index 2, followed by 4 and the suffix itself: the text repeats with period 2
+  CHECK(d.propose({9, 1, 9, 4, 9}, 5) == std::vector<TokenId>{4, 9, 4, 9, 4});
+  CHECK(d.propose({9, 1, 9, 4, 9}, 1) == std::vector<TokenId>{4});
+  // A run of one token (strata-tiny's "IIII..."): max_k of it, not one
+  NgramDrafter run(1, 4);
+  CHECK(run.propose({5, 7, 7, 7, 7, 7}, 4) == std::vector<TokenId>{7, 7, 7, 7});
+  // A loop of three tokens matched one period back
+  NgramDrafter loop(1, 4);
+  CHECK(loop.propose({8, 1, 2, 3, 1, 2, 3, 1}, 6) == std::vector<TokenId>{2, 3, 1, 2, 3, 1});
 }
 
 TEST_CASE("adaptive k backs off to one draft when acceptance is low and recovers when it is high") {
@@ -57,8 +64,10 @@ std::vector<TokenId> scan_reference(const std::vector<TokenId>& h, int min_n, in
   for (int n = std::min(max_n, len - 1); n >= min_n; --n)
     for (int start = len - n - 1; start >= 0; --start)
       if (std::equal(h.begin() + (len - n), h.end(), h.begin() + start)) {
-        const int from = start + n, take = std::min(max_k, len - from);
-        return std::vector<TokenId>(h.begin() + from, h.begin() + from + take);
+        // The copy reads the history extended by what it has copied so far.
+        std::vector<TokenId> s(h);
+        for (int i = 0; i < max_k; ++i) s.push_back(s[size_t(start + n + i)]);
+        return std::vector<TokenId>(s.begin() + len, s.end());
       }
   return {};
 }
