@@ -47,7 +47,7 @@ struct SpecOptions {
   int k = 4;                 // drafted tokens per verify window
   int max_batch = 0;         // draft only while at most this many requests decode; 0 = always
   int draft_critical = 1;    // drafting ahead: drafts of a round that waits for them, at most; 0 = up to k
-  bool draft_lookup = true;  // drafting ahead: a round that waits for drafts first tries prompt lookup
+  bool draft_lookup = true;  // prompt lookup beside the draft model (first in waiting rounds, or its rival)
   std::string draft_model;   // model directory, required for SpecMode::Draft
 };
 

@@ -252,9 +252,11 @@ std::vector<OptionSpec> make_table() {
                       "--spec-k",
                       kScopeModel, [](Config& c) -> int& { return c.spec.draft_critical; }, 0, 64));
   t.push_back(flag("spec-draft-lookup", P,
-                   "While a draft model drafts ahead (CUDA), a round that has to wait for its drafts first tries "
-                   "prompt lookup (the n-gram drafter): what it finds is the proposal, and the draft model drafts "
-                   "ahead past it; --spec-draft-lookup=false waits for the draft model",
+                   "Prompt lookup (the n-gram drafter) beside the draft model. While the draft drafts ahead "
+                   "(CUDA), a round that has to wait for its drafts first tries lookup: what it finds is the "
+                   "proposal, and the draft model drafts ahead past it. Otherwise (CPU) lookup is the draft's "
+                   "rival: it proposes for a request's rounds while it has recently kept more drafts than the "
+                   "draft model. --spec-draft-lookup=false: the draft model alone",
                    kScopeModel, [](Config& c) -> bool& { return c.spec.draft_lookup; }));
   {
     OptionSpec o = text("draft-model", P, "Draft model directory (required with --spec draft)", kScopeModel,

@@ -12,8 +12,31 @@ DraftModelDrafter::DraftModelDrafter(std::shared_ptr<Backend> draft, int feature
   if (critical < 0) throw Error("draft-model drafter: critical steps must not be negative");
   ahead_on_ = ahead == Ahead::On || (ahead == Ahead::Auto && draft_->overlaps_ahead());
   critical_ = ahead_on_ ? critical : 0;
-  // A lookup proposal is fed to the draft as tokens: a feature draft would need the target's features of them.
-  if (ahead_on_ && feature_dim == 0) lookup_ = std::move(lookup);
+  // A lookup proposal is fed to the draft as tokens (drafting ahead) or stands in for the draft's tokens in its
+  // history (its rival): a feature draft would need the target's features of them.
+  if (feature_dim == 0) lookup_ = std::move(lookup);
+}
+
+void DraftModelDrafter::score_rivals(const std::vector<TokenId>& h) {
+  const Rivals r = std::move(rival_);
+  rival_ = Rivals{};
+  if (r.lookup.empty() || h.size() <= r.base) return;
+  // The verified proposal's score is exactly its kept drafts (the target's pick after them is in the history);
+  // the other's at most one more than that where it agrees with everything known.
+  const size_t known = h.size() - r.base;
+  auto kept = [&](const std::vector<TokenId>& c) {
+    size_t i = 0;
+    while (i < c.size() && i < known && c[i] == h[r.base + i]) ++i;
+    return static_cast<double>(i);
+  };
+  constexpr double w = 0.3;  // the newest round's weight
+  const double l = kept(r.lookup);
+  lookup_score_ = lookup_scored_ ? (1 - w) * lookup_score_ + w * l : l;
+  lookup_scored_ = true;
+  if (r.draft.empty()) return;
+  const double d = kept(r.draft);
+  draft_score_ = compared_ ? (1 - w) * draft_score_ + w * d : d;
+  compared_ = true;
 }
 
 bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std::vector<TokenId>* drafts) {
@@ -254,10 +277,20 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       hits.push_back(&j);
       continue;
     }
-    if (!d->prepare(h)) continue;
+    d->score_rivals(h);
     std::vector<TokenId> found;
     if (d->lookup_) found = d->lookup_->propose(h, j.max_k);
     if (found.size() > size_t(j.max_k)) found.resize(size_t(j.max_k));
+    if (!d->ahead_on_ && !found.empty()) {
+      d->rival_ = Rivals{h.size(), found, {}};
+      if (d->lookup_leads()) {
+        ++d->lookup_proposals_;
+        j.drafts = std::move(found);
+        continue;
+      }
+      found.clear();  // the draft proposes; lookup's proposal is scored beside its
+    }
+    if (!d->prepare(h)) continue;
     if (!found.empty()) ++d->lookup_proposals_;
     live.push_back(Live{d, &j, d->cached_.size(), std::move(found)});
   }
@@ -359,6 +392,7 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
         // Fed to step j + 1; a feature draft's chained entries read its own features, not the target's.
         if (j + 1 < steps && d.shift_ == 0) d.cached_.push_back(picks[size_t(j)][i]);
       }
+      if (!d.rival_.lookup.empty()) d.rival_.draft = l.job->drafts;
       d.held_ = d.entries(h) + found.size() + static_cast<size_t>(steps + ahead) - 1;
       d.drop_features_before(d.entries(h));
       d.drop_ahead();

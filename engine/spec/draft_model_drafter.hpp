@@ -45,6 +45,14 @@ namespace strata {
 // Such a chain returns nothing now (run_chain_ahead with steps 0), so a round whose jobs all have lookup
 // proposals waits for no draft work: its chain is launched in while_verifying(), after the target's window,
 // or by the drafter's next call where no window verified the proposal.
+//
+// Without drafting ahead (the CPU backend), `lookup` and the draft model are rivals: each round that both
+// propose for is scored afterwards (the drafts each proposal would have kept, as far as the history that
+// followed says), and lookup's proposal serves a round while its weighted average is the higher; the draft
+// then runs nothing that round (its slot catches up when it next drafts). Text that loops over a span longer
+// than the draft can copy goes to lookup, text the draft predicts better stays with the draft. (Drafting
+// ahead, the same rule lost tokens: on the CPU backend with STRATA_DRAFT_AHEAD=1, 2.27 against 2.40 kept
+// drafts a round on the bench's novel prompts; a stream dropped for lookup leaves the next round waiting.)
 class DraftModelDrafter : public Drafter {
  public:
   enum class Ahead { Auto, On, Off };
@@ -74,7 +82,7 @@ class DraftModelDrafter : public Drafter {
 
   // Proposals answered from the stream, ahead chains run, and streams extended (tests, logs).
   int ahead_hits() const { return ahead_hits_; }
-  // Proposals `lookup` made in rounds that waited.
+  // Proposals `lookup` made: drafting ahead in rounds that waited; otherwise where it led its rival.
   int lookup_proposals() const { return lookup_proposals_; }
   int ahead_runs() const { return ahead_runs_; }
   int ahead_extends() const { return ahead_extends_; }
@@ -121,6 +129,9 @@ class DraftModelDrafter : public Drafter {
   // steps 0). Throws what the backend throws, leaving the chain's slots to be reset.
   void launch_pending();
   void cancel_extension();
+  // Scores the last round's rival proposals (rival_) against `history`, which follows them, and forgets them.
+  void score_rivals(const std::vector<TokenId>& history);
+  bool lookup_leads() const { return compared_ && lookup_score_ > draft_score_; }
 
   std::shared_ptr<Backend> draft_;
   int feature_dim_ = 0;
@@ -128,6 +139,16 @@ class DraftModelDrafter : public Drafter {
   int critical_ = 0;
   std::unique_ptr<Drafter> lookup_;  // null unless drafting ahead with a token draft
   int lookup_proposals_ = 0;
+  // One round's rival proposals, lookup's and the draft model's (empty where it ran none), for a history of
+  // `base` tokens; the rivals' kept drafts a round, exponentially weighted (the draft's over the rounds both
+  // proposed for).
+  struct Rivals {
+    size_t base = 0;
+    std::vector<TokenId> lookup, draft;
+  };
+  Rivals rival_;
+  double lookup_score_ = 0.0, draft_score_ = 0.0;
+  bool lookup_scored_ = false, compared_ = false;
   std::shared_ptr<AheadGroup> ahead_;  // the steps whose picks follow stream_, if any
   bool ahead_appended_ = false;        // their picks are in stream_ already
   size_t ahead_index_ = 0;             // this job's index among their picks

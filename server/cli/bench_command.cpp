@@ -550,7 +550,7 @@ Command add_bench_command(CLI::App& root) {
                    "Drafting ahead: drafts of a round that waits for them, at most; 0 = up to --spec-k")
       ->check(CLI::Range(0, 64))->capture_default_str();
   spec->add_option("--spec-draft-lookup", args->spec_draft_lookup,
-                   "Drafting ahead: a round that waits for drafts first tries prompt lookup")
+                   "Prompt lookup beside the draft model: first in a round that waits for drafts (drafting ahead), else its rival")
       ->capture_default_str();
   spec->add_option("--max-tokens", args->max_tokens, "Tokens generated per request (EOS ignored)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();

@@ -268,8 +268,9 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   if (const char* e = std::getenv("STRATA_DRAFT_AHEAD"); e && *e)
     ahead = std::atoi(e) != 0 ? DraftModelDrafter::Ahead::On : DraftModelDrafter::Ahead::Off;
   const int critical = config.spec.draft_critical;
-  // --spec-draft-lookup: a round that waits for drafts first tries prompt lookup (with the n-gram drafter's
-  // settings), and the draft model drafts ahead past what it found (docs/PERFORMANCE.md, run 127).
+  // --spec-draft-lookup: prompt lookup (with the n-gram drafter's settings) beside the draft model: drafting
+  // ahead, a round that waits for drafts tries it first and the draft drafts ahead past what it found
+  // (docs/PERFORMANCE.md, run 127); otherwise it is the draft's rival (DraftModelDrafter).
   const bool lookup = config.spec.draft_lookup;
   const int ngram_min = config.engine.speculation.ngram_min, ngram_max = config.engine.speculation.ngram_max;
   config.engine.speculation.drafter_factory = [backend, feature_dim, ahead, critical, lookup, ngram_min,
@@ -283,7 +284,7 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window{}, {}",
                feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
                device_name(runtime.device), config.spec.k,
-               !ahead_on      ? std::string()
+               !ahead_on      ? std::string(lookup && feature_dim == 0 ? ", prompt lookup as its rival" : "")
                : critical > 0 ? ", drafting ahead (at most " + std::to_string(critical) + " draft" +
                                     (critical > 1 ? "s" : "") +
                                     (lookup && feature_dim == 0 ? ", or what prompt lookup finds," : "") +

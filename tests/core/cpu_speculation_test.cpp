@@ -128,6 +128,16 @@ EngineOptions with(SpeculationMode mode, int k) {
 
 const char* name(Sampling s) { return s == Sampling::Greedy ? "greedy" : s == Sampling::Seeded ? "seeded" : "penalized"; }
 
+// A draft-model drafter that adds the proposals prompt lookup made to a shared count when it goes.
+struct LookupCounting : DraftModelDrafter {
+  LookupCounting(std::shared_ptr<Backend> b, int dim, Ahead a, int critical, bool lookup,
+                 std::shared_ptr<std::atomic<int>> n)
+      : DraftModelDrafter(std::move(b), dim, a, critical, lookup ? std::make_unique<NgramDrafter>() : nullptr),
+        n_(std::move(n)) {}
+  ~LookupCounting() override { *n_ += lookup_proposals(); }
+  std::shared_ptr<std::atomic<int>> n_;
+};
+
 }  // namespace
 
 TEST_CASE("CPU: output with the n-gram drafter equals output without speculation, alone and eight at once",
@@ -177,27 +187,20 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
   static const auto feature_draft =
       load_model(STRATA_SOURCE_DIR "/tests/data/models/qwen3_feature_draft", &fixture("qwen3"));
   using Ahead = DraftModelDrafter::Ahead;
-  // Each request's drafter adds the proposals prompt lookup made when it goes.
-  struct LookupCounting : DraftModelDrafter {
-    LookupCounting(std::shared_ptr<Backend> b, int dim, Ahead a, int critical, bool lookup,
-                   std::shared_ptr<std::atomic<int>> n)
-        : DraftModelDrafter(std::move(b), dim, a, critical, lookup ? std::make_unique<NgramDrafter>() : nullptr),
-          n_(std::move(n)) {}
-    ~LookupCounting() override { *n_ += lookup_proposals(); }
-    std::shared_ptr<std::atomic<int>> n_;
-  };
   for (bool features : {false, true}) {
     for (Sampling s : {Sampling::Greedy, Sampling::Seeded})
-    // No drafting ahead; drafting ahead; with at most 1 draft on the path; and with prompt lookup first there.
-    for (int mode : {0, 1, 2, 3}) {
-      const Ahead ahead = mode == 0 ? Ahead::Off : Ahead::On;
-      const int critical = mode >= 2 ? 1 : 0;
-      const bool lookup = mode == 3;
+    // No drafting ahead; drafting ahead; with at most 1 draft on the path; with prompt lookup first there;
+    // and no drafting ahead with prompt lookup as the draft's rival.
+    for (int mode : {0, 1, 2, 3, 4}) {
+      const Ahead ahead = mode == 0 || mode == 4 ? Ahead::Off : Ahead::On;
+      const int critical = mode == 2 || mode == 3 ? 1 : 0;
+      const bool lookup = mode >= 3;
       DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ")
                       << name(s)
                       << (mode == 1   ? ", drafting ahead"
                           : mode == 2 ? ", drafting ahead, critical 1"
                           : mode == 3 ? ", drafting ahead, critical 1, prompt lookup"
+                          : mode == 4 ? ", prompt lookup as a rival"
                                       : "")) {
         Rig plain("qwen3", with(SpeculationMode::Off, 1));
         auto expect = run_alone(plain, s, 5);
@@ -221,6 +224,42 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
       }
     }
   }
+}
+
+TEST_CASE("CPU: without drafting ahead, prompt lookup serves a round only where it has kept more drafts than the "
+          "draft model",
+          "[engine][cpu][spec]") {
+  using Ahead = DraftModelDrafter::Ahead;
+  Rig plain("qwen3", with(SpeculationMode::Off, 1));
+  const auto expect = run_alone(plain, Sampling::Greedy, 0);
+  // draft: the fixture the draft runs; lookup: whether prompt lookup is its rival. Returns the proposals
+  // lookup made and the drafts kept per verify window.
+  auto run = [&](const std::string& draft_name, bool lookup) {
+    auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(fixture(draft_name), backend_opts()));
+    auto looked_up = std::make_shared<std::atomic<int>>(0);
+    EngineOptions o = with(SpeculationMode::Draft, 4);
+    o.speculation.drafter_factory = [draft, lookup, looked_up] {
+      return std::make_unique<LookupCounting>(draft, 0, Ahead::Off, 0, lookup, looked_up);
+    };
+    double per_window = 0;
+    {
+      Rig spec("qwen3", o);
+      CHECK(run_alone(spec, Sampling::Greedy, 0) == expect);
+      per_window = spec.counter("strata_spec_accepted_tokens_total") / spec.counter("strata_spec_drafts_total");
+    }
+    return std::make_pair(looked_up->load(), per_window);
+  };
+  // The target as its own draft (the CPU backend's bits do not depend on the window): its greedy drafts are
+  // all kept, lookup never does better, so it never serves.
+  const auto self = run("qwen3", true);
+  CHECK(self.first == 0);
+  // A draft of another fixture (random weights, the same tokenizer) predicts the target poorly; on prompts that
+  // repeat themselves lookup leads, and the rounds keep more drafts than the draft alone keeps.
+  const auto alone = run("llama", false);
+  const auto rivals = run("llama", true);
+  CHECK(alone.first == 0);
+  CHECK(rivals.first > 0);
+  CHECK(rivals.second > alone.second);
 }
 
 TEST_CASE("CPU: a feature-reading drafter gets each kept row's feature once, in order, as the target computes it",
