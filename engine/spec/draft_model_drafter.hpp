@@ -137,7 +137,7 @@ class DraftModelDrafter : public Drafter {
   int feature_dim_ = 0;
   bool ahead_on_ = false;
   int critical_ = 0;
-  std::unique_ptr<Drafter> lookup_;  // null unless drafting ahead with a token draft
+  std::unique_ptr<Drafter> lookup_;  // prompt lookup; null unless given one, and for a feature draft
   int lookup_proposals_ = 0;
   // One round's rival proposals, lookup's and the draft model's (empty where it ran none), for a history of
   // `base` tokens; the rivals' kept drafts a round, exponentially weighted (the draft's over the rounds both
