@@ -166,8 +166,8 @@ def class_acceptance(target, drafts, tok, path, device, n_new, k):
     """Each draft's acceptance on `strata bench spec`'s prompts (tools/bench/spec_prompts.json), class by
     class: the target greedy-decodes n_new tokens after each prompt (one at a time, as the bench runs them);
     at each generated position, does the draft's greedy token given the target's prefix equal the target's
-    (tt.draft_matches), and how many of a k-token block does speculative decoding keep (tt.accepted_per_block). drafts: {name:
-    model}. Returns {name: {class: {...}}}."""
+    (tt.draft_matches), and how many of a k-token block does speculative decoding keep
+    (tt.accepted_per_block). drafts: {name: model}. Returns {name: {class: {...}}}."""
     with open(path, encoding="utf-8") as f:
         classes = json.load(f)["classes"]
     out = {name: {} for name in drafts}

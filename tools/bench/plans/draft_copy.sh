@@ -39,7 +39,6 @@ for t in $tags; do
 done
 label() { case $1 in models/*) echo shipped ;; *) basename "$(dirname "$1")" | sed 's/strata-draft-//' ;; esac; }
 [ "${ROUNDS:-2}" -gt 0 ] || exit 0
-r=warm
 spec_one shipped_warm models/strata-tiny-draft off,plain,ngram,draft
 for r in $(seq "${ROUNDS:-2}"); do
   order=("${drafts[@]}")
