@@ -45,6 +45,7 @@ constexpr int kDefaultCtxCap = 4096;
 struct SpecOptions {
   SpecMode mode = SpecMode::Off;
   int k = 4;                 // drafted tokens per verify window
+  int lookup_k = 15;         // prompt lookup's copies per verify window, within its exact rows (at least k)
   int max_batch = 0;         // draft only while at most this many requests decode; 0 = always
   int draft_critical = 1;    // drafting ahead: drafts of a round that waits for them, at most; 0 = up to k
   bool draft_lookup = true;  // prompt lookup beside the draft model (first in waiting rounds, or its rival)

@@ -242,6 +242,12 @@ std::vector<OptionSpec> make_table() {
                                {{"off", SpecMode::Off}, {"ngram", SpecMode::Ngram}, {"draft", SpecMode::Draft}}));
   t.push_back(integer("spec-k", P, "Drafted tokens per verify window", kScopeModel,
                       [](Config& c) -> int& { return c.spec.k; }, 1, 64));
+  t.push_back(integer("spec-lookup-k", P,
+                      "Drafted tokens per verify window when prompt lookup copies them (n-gram drafts, or lookup "
+                      "beside a draft model): a copy costs no draft work, so it may run past --spec-k while copies "
+                      "are kept whole (each doubles the next), within the rows a window verifies exactly; "
+                      "below --spec-k: --spec-k",
+                      kScopeModel, [](Config& c) -> int& { return c.spec.lookup_k; }, 0, 64));
   t.push_back(integer("spec-max-batch", P,
                       "Draft only while at most this many requests are decoding (a full batch leaves the verifier "
                       "no spare work to hide drafts in); 0 = always. Not set: 0, or 2 with a draft model",

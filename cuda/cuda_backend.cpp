@@ -1028,6 +1028,10 @@ BackendInfo CudaBackend::info() const {
   i.exact_rows = gmr == std::numeric_limits<int>::max() ? gmr : std::max(gmr - 1, 0);
   if (impl_->opts.fused_gemv && impl_->opts.fused_gemv_rows > 0 && cuda::gemv_fits(impl_->cfg, impl_->weights.type))
     i.exact_rows = std::min(i.exact_rows, impl_->opts.fused_gemv_rows);
+  // The skinny kernel puts a window's rows on the tensor cores' 8-wide N tile: up to 8 rows cost about one
+  // (1.03-1.1x at 8B, run 6; strata-tiny 1.08x, run 81). The fused GEMV's multi-row windows cost a row each.
+  const bool multi_row_gemv = impl_->opts.fused_gemv && impl_->opts.fused_gemv_rows > 1;
+  if (!multi_row_gemv) i.cheap_rows = std::max(1, std::min(8, i.exact_rows));
   impl_->book.describe_pool(&i);
   return i;
 }

@@ -67,6 +67,9 @@ struct BackendInfo {
   // arithmetic does not depend on the row count). Speculation keeps verify windows within it, so a verified
   // draft is exactly what plain decoding would have picked (DESIGN.md invariant 1).
   int exact_rows = std::numeric_limits<int>::max();
+  // Rows a window holds at about the cost of one (the matmuls' row tile on a device backend). Speculation fills
+  // them with drafts that cost nothing to make (prompt lookup's copies) whenever it has some (DraftRoom).
+  int cheap_rows = 1;
   // Paged KV (0 everywhere: the backend is not paged, each slot owns max_context positions). The pool of
   // kv_blocks blocks of kv_block_size positions is shared by all slots; a window that needs more blocks
   // than are free throws KvExhausted before any state changes.

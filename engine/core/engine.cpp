@@ -586,11 +586,15 @@ struct Engine::Impl {
   // How many drafts this request's next window may verify. Each row of a verify window is sampled with the
   // settings in force when the window starts, so a window must not cross the min_tokens boundary (where EOS
   // stops being masked); and drafts past max_tokens could never be emitted.
-  int draft_budget(const SlotState& s) const {
+  // With `most` (the most drafts that cost nothing to make, DraftRoom) set as well.
+  int draft_budget(const SlotState& s, int* most = nullptr) const {
+    if (most) *most = 0;
     if (!s.drafter || !s.draft_k || s.pending_rows() != 1 || !s.decoding() || !s.wants_pick()) return 0;
-    int k = std::min(s.draft_k->next(), s.max_tokens - s.n_generated - 1);
-    if (s.suppressing) k = std::min(k, s.req->min_tokens - s.n_generated - 1);
-    return std::max(k, 0);
+    int limit = s.max_tokens - s.n_generated - 1;
+    if (s.suppressing) limit = std::min(limit, s.req->min_tokens - s.n_generated - 1);
+    const int k = std::max(std::min(s.draft_k->next(), limit), 0);
+    if (most) *most = std::max(k, std::min(opts.speculation.lookup_k, limit));
+    return k;
   }
 
   void propose_drafts(Incarnation& inc, const std::vector<SlotState*>& live, const WindowBudget& budget) {
@@ -600,16 +604,20 @@ struct Engine::Impl {
         max_batch > 0 ? std::count_if(live.begin(), live.end(), [](const SlotState* s) { return s->decoding(); }) : 0;
     std::vector<SlotState*> want;
     std::vector<int> ks;
-    int asked = 0;
+    std::vector<DraftRoom> rooms;
+    int asked = 0, decode_rows = 0;
     for (SlotState* s : live) {
       s->drafts.clear();
       s->drafts_ahead = false;
+      decode_rows += s->decoding() ? 1 : 0;
       if (decoding > max_batch) continue;  // a full batch: verify rows would only slow the others down
-      const int k = draft_budget(*s);
+      int most = 0;
+      const int k = draft_budget(*s, &most);
       if (k == 0) continue;
       asked += k;
       want.push_back(s);
       ks.push_back(k);
+      rooms.push_back(DraftRoom{k, most});
     }
     // Where the exact rows (not the window budget) cannot hold every request's drafts, nobody drafts: a batch
     // that leaves each request a draft or two pays a wider window for little (strata-tiny on the H200 at batch
@@ -623,6 +631,18 @@ struct Engine::Impl {
     }
     want.resize(kept);
     ks.resize(kept);
+    rooms.resize(kept);
+    // The rows left after every k go to the rooms in the same order, and so do the rows the window would
+    // hold at no cost (the backend's cheap rows past the decode rows and every k).
+    int cheap = std::max(0, info.cheap_rows - decode_rows);
+    for (int k : ks) cheap -= k;
+    for (size_t i = 0; i < kept; ++i) {
+      DraftRoom& r = rooms[i];
+      r.most = ks[i] + std::min(std::max(r.most - ks[i], 0), allowance);
+      allowance -= r.most - ks[i];
+      r.cheap = ks[i] + std::min(std::max(cheap, 0), r.most - ks[i]);
+      cheap -= r.cheap - ks[i];
+    }
     auto drop = [&](SlotState* s, const std::string& why) {
       drop_drafter(*s, why);
       s->drafts.clear();
@@ -631,7 +651,7 @@ struct Engine::Impl {
       SlotState* s = want[i];
       in_call = {s};
       try {
-        s->drafts = guarded(inc, call("draft"), [&] { return s->drafter->propose(s->seq, ks[i]); });
+        s->drafts = guarded(inc, call("draft"), [&] { return s->drafter->propose(s->seq, ks[i], rooms[i]); });
       } catch (const BackendFailure& e) {
         drop(s, e.what);
       }
@@ -652,7 +672,7 @@ struct Engine::Impl {
         continue;
       }
       std::vector<DraftJob> jobs;
-      for (size_t j : group) jobs.push_back(DraftJob{want[j]->drafter.get(), &want[j]->seq, ks[j], {}});
+      for (size_t j : group) jobs.push_back(DraftJob{want[j]->drafter.get(), &want[j]->seq, ks[j], rooms[j], {}});
       in_call.clear();
       for (size_t j : group) in_call.push_back(want[j]);
       bool ok = true;
@@ -670,7 +690,7 @@ struct Engine::Impl {
     for (size_t i = 0; i < want.size(); ++i) {
       SlotState* s = want[i];
       s->drafts_ahead = s->drafter && !s->drafts.empty() && s->drafter->drafted_ahead();
-      if (static_cast<int>(s->drafts.size()) > ks[i]) s->drafts.resize(static_cast<size_t>(ks[i]));
+      if (static_cast<int>(s->drafts.size()) > rooms[i].most) s->drafts.resize(static_cast<size_t>(rooms[i].most));
       // A token the target cannot embed would fault the window; everything from it on is dropped.
       for (size_t d = 0; d < s->drafts.size(); ++d) {
         TokenId t = s->drafts[d];
@@ -1027,7 +1047,8 @@ struct Engine::Impl {
     }();
     if (debug_verify) {
       std::string line = "verify " + s.req->id + " pos " + std::to_string(rows[first].pos) + " drafts " +
-                         std::to_string(n_drafts) + " accepted " + std::to_string(accepted) + ":";
+                         std::to_string(n_drafts) + " accepted " + std::to_string(accepted) +
+                         (s.drafts_ahead ? " ahead:" : ":");
       for (int j = 0; j <= n_drafts; ++j)
         line += " " + std::to_string(rows[first + static_cast<size_t>(j)].token) + "/" +
                 std::to_string(results[first + static_cast<size_t>(j)].pick);
@@ -1040,7 +1061,11 @@ struct Engine::Impl {
     s.spec_proposed += n_drafts;
     s.spec_accepted += accepted;
     s.spec_ahead += s.drafts_ahead ? 1 : 0;
-    if (s.draft_k) s.draft_k->update(n_drafts, accepted);
+    // Adaptive k follows the drafts a window's k asked for; a longer copy's further drafts are lookup's reach.
+    if (s.draft_k) {
+      const int k = s.draft_k->next();
+      s.draft_k->update(std::min(n_drafts, k), std::min(accepted, k));
+    }
     if (opts.metrics) {
       opts.metrics->spec_draft(n_drafts, accepted);
       if (s.drafts_ahead) opts.metrics->spec_drafted_ahead();

@@ -24,6 +24,9 @@ enum class SpeculationMode {
 struct SpeculationOptions {
   SpeculationMode mode = SpeculationMode::Off;
   int max_k = 4;  // drafts per verify window at most (--spec-k); AdaptiveK drafts fewer when acceptance is low
+  // Drafts that cost nothing to make (prompt lookup's copies) per verify window at most, where the window's exact
+  // rows hold them (--spec-lookup-k; Drafter::propose's room); below max_k: max_k.
+  int lookup_k = 15;
   int max_batch = 0;  // no drafts while more than this many requests are decoding (--spec-max-batch); 0 = always
   int ngram_min = 1, ngram_max = 4;
   // Called on the engine thread once per admitted request; a drafter that throws (here or in propose) is

@@ -180,8 +180,8 @@ DraftModelDrafter::~DraftModelDrafter() {
   }
 }
 
-std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& history, int max_k) {
-  std::vector<DraftJob> one{DraftJob{this, &history, max_k, {}}};
+std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) {
+  std::vector<DraftJob> one{DraftJob{this, &history, max_k, room, {}}};
   propose_together(one);
   return std::move(one[0].drafts);
 }
@@ -273,14 +273,20 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     const std::vector<TokenId>& h = *j.history;
     d->last_ahead_ = false;
     if (j.max_k <= 0 || h.size() <= d->shift_) continue;
+    const int most = std::max(j.room.most, j.max_k);
     if ((d->last_ahead_ = d->take_ahead(h, j.max_k, &j.drafts))) {
+      // The stream's drafts, then what lookup copies after them (the stream goes on from its own guess).
+      if (d->lookup_ && int(j.drafts.size()) < most) {
+        const std::vector<TokenId> more = d->lookup_->extend(h, j.drafts, j.max_k, j.room);
+        j.drafts.insert(j.drafts.end(), more.begin(), more.end());
+      }
       hits.push_back(&j);
       continue;
     }
     d->score_rivals(h);
     std::vector<TokenId> found;
-    if (d->lookup_) found = d->lookup_->propose(h, j.max_k);
-    if (found.size() > size_t(j.max_k)) found.resize(size_t(j.max_k));
+    if (d->lookup_) found = d->lookup_->propose(h, j.max_k, j.room);
+    if (found.size() > size_t(most)) found.resize(size_t(most));
     if (!d->ahead_on_ && !found.empty()) {
       d->rival_ = Rivals{h.size(), found, {}};
       if (d->lookup_leads()) {
@@ -409,7 +415,15 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
       }
     }
   }
-  for (Live& l : live) l.d->dirty_ = false;
+  // The draft's own proposals are followed by what lookup copies after them, as a stream's are.
+  for (Live& l : live) {
+    l.d->dirty_ = false;
+    std::vector<TokenId>& drafts = l.job->drafts;
+    if (l.d->lookup_ && l.found.empty() && !drafts.empty() && int(drafts.size()) < l.job->room.most) {
+      const std::vector<TokenId> more = l.d->lookup_->extend(*l.job->history, drafts, l.job->max_k, l.job->room);
+      drafts.insert(drafts.end(), more.begin(), more.end());
+    }
+  }
 }
 
 }  // namespace strata

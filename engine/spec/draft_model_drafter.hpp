@@ -44,7 +44,9 @@ namespace strata {
 // first window, and the chain's picks after it are the stream (the guess of the target's next pick first).
 // Such a chain returns nothing now (run_chain_ahead with steps 0), so a round whose jobs all have lookup
 // proposals waits for no draft work: its chain is launched in while_verifying(), after the target's window,
-// or by the drafter's next call where no window verified the proposal.
+// or by the drafter's next call where no window verified the proposal. Lookup's proposals may fill the job's
+// room (its reach, NgramDrafter), and a proposal from the stream is followed by what lookup copies after it
+// (NgramDrafter::extend), within the room: the window verifies the copy at the cost of a few rows.
 //
 // Without drafting ahead (the CPU backend), `lookup` and the draft model are rivals: each round that both
 // propose for is scored afterwards (the drafts each proposal would have kept, as far as the history that
@@ -65,7 +67,8 @@ class DraftModelDrafter : public Drafter {
   const char* name() const override { return feature_dim_ > 0 ? "feature-draft" : "draft-model"; }
   // Throws strata::Error when the draft backend does (bad window, device fault); proposes nothing while
   // the draft backend has no free slot.
-  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) override;
+  using Drafter::propose;
+  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) override;
   // All jobs' drafters share this backend: every draft step of every job runs in one window (or as few as
   // the backend's window size allows). propose() is this with one job.
   const void* batch_key() const override { return draft_.get(); }

@@ -2,6 +2,7 @@
 // draft is kept exactly when it equals the target's own pick at its row, so a drafter can only cost speed,
 // never change output. That is why propose() may return anything, including nothing.
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -13,11 +14,19 @@ namespace strata {
 
 class Drafter;
 
+// How far a proposal may run past max_k with drafts that cost no draft work to make (prompt lookup's copies):
+// on a device backend a verify window of up to its exact rows costs little more than one of k + 1 rows.
+struct DraftRoom {
+  int cheap = 0;  // drafts the window holds at about no cost (BackendInfo::cheap_rows): filled whenever copied
+  int most = 0;   // the most drafts the window takes for this slot (--spec-lookup-k, max_tokens, exact rows)
+};
+
 // One slot's request for drafts in a batched proposal (Drafter::propose_together).
 struct DraftJob {
   Drafter* drafter = nullptr;
   const std::vector<TokenId>* history = nullptr;
   int max_k = 0;
+  DraftRoom room;               // see Drafter::propose
   std::vector<TokenId> drafts;  // the answer
 };
 
@@ -26,13 +35,30 @@ class Drafter {
   virtual ~Drafter() = default;
   virtual const char* name() const = 0;
   // `history` is the slot's whole token sequence (prompt + accepted output), its last token not yet run.
-  virtual std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) = 0;
+  // max_k (the engine's adaptive k) bounds what the drafter makes with work of its own (a draft model's
+  // steps); drafts that cost nothing to make may go on into `room`.
+  virtual std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) = 0;
+  // The same with no room beyond max_k.
+  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) {
+    return propose(history, max_k, DraftRoom{max_k, max_k});
+  }
+  // What this drafter proposes after `drafts`, another drafter's proposal for `history`, within the room
+  // (drafts included; max_k and room as in propose). For drafters that cost nothing to ask (prompt lookup);
+  // the default proposes nothing.
+  virtual std::vector<TokenId> extend(const std::vector<TokenId>& history, const std::vector<TokenId>& drafts,
+                                      int max_k, const DraftRoom& room) {
+    (void)history;
+    (void)drafts;
+    (void)max_k;
+    (void)room;
+    return {};
+  }
   // Drafters whose proposals can share work return the same non-null key (the draft model: its backend, so
   // all slots' draft steps run as one window); propose_together() is then called on one of them with jobs
   // whose drafters all have that key. The default key is null and the default runs propose() per job.
   virtual const void* batch_key() const { return nullptr; }
   virtual void propose_together(std::vector<DraftJob>& jobs) {
-    for (DraftJob& j : jobs) j.drafts = j.drafter->propose(*j.history, j.max_k);
+    for (DraftJob& j : jobs) j.drafts = j.drafter->propose(*j.history, j.max_k, j.room);
   }
   // Called once the target's window that verifies this drafter's proposal has started, before its results
   // are waited for: work toward the next proposal that can overlap the verification (the draft model's
@@ -64,18 +90,44 @@ class Drafter {
 // proposal that way, a 32k one ~0.6 ms, on the development VM). A history that is not an extension of the
 // last one is indexed afresh. The index holds up to (max_n - min_n + 1) entries a token: ~5 MB of host memory
 // for a 32k-token request with the default 1..4.
+//
+// Reach: a copy costs no draft work, so a proposal fills the window's cheap rows (DraftRoom::cheap) and may
+// run on up to the most it takes, but past the cheap rows only while copying pays: each proposal kept whole
+// doubles the next one's length, and one the target cut short brings it back (after extend, a cut in the
+// other drafter's drafts too: the copy after them was rows for nothing). Text that copies a long span is
+// verified in few windows; a wrong guess costs no more than the rows a window holds at no cost.
 class NgramDrafter : public Drafter {
  public:
   NgramDrafter(int min_n = 1, int max_n = 4);
   const char* name() const override { return "ngram"; }
-  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) override;
+  using Drafter::propose;
+  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) override;
+  // The continuation of history + drafts, within the room and the reach. The drafts are not indexed (they
+  // may be rejected); a match may still end inside them.
+  std::vector<TokenId> extend(const std::vector<TokenId>& history, const std::vector<TokenId>& drafts, int max_k,
+                              const DraftRoom& room) override;
   // max_k tokens copied from history[from..] on, the copy reading its own output past the history's end.
   static std::vector<TokenId> continue_copy(const std::vector<TokenId>& history, int from, int max_k);
+  // The length the next proposal may reach past the cheap rows (0: none); tests.
+  int reach() const { return reach_; }
 
  private:
   // Brings the index up to `h`: every n-gram that ends before h's last token.
   void index(const std::vector<TokenId>& h);
+  // The latest earlier end of the longest suffix of `seq` (min_n_ to max_n_ tokens) that `seq`'s first
+  // `indexed` tokens hold (the index) or that ends past them (a scan); -1: none.
+  int match(const std::vector<TokenId>& seq, size_t indexed) const;
+  // Scores the last proposal against `h` (which follows it) and sets the reach.
+  void settle(const std::vector<TokenId>& h);
+  int want(int max_k, const DraftRoom& room) const {
+    return std::min(std::max(room.most, max_k), std::max({max_k, room.cheap, reach_}));
+  }
   int min_n_, max_n_;
+  int reach_ = 0;
+  // The last proposal (empty: none to score; after extend, the other drafter's drafts and the copy) and the
+  // history length it followed.
+  std::vector<TokenId> proposed_;
+  size_t proposed_at_ = 0;
   std::vector<TokenId> seen_;  // the history indexed
   // [n - min_n_]: an n-gram's hash -> the latest end p (h[p - n, p) is the n-gram, p < seen_.size()).
   std::vector<std::unordered_map<uint64_t, int32_t>> last_;

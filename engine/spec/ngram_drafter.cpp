@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstddef>
 
 #include "engine/spec/drafter.hpp"
 
@@ -38,26 +39,68 @@ void NgramDrafter::index(const std::vector<TokenId>& h) {
   seen_.insert(seen_.end(), h.begin() + static_cast<long>(seen_.size()), h.end());
 }
 
-std::vector<TokenId> NgramDrafter::propose(const std::vector<TokenId>& history, int max_k) {
-  const int len = static_cast<int>(history.size());
-  if (max_k <= 0 || len < 2) return {};
-  index(history);
+int NgramDrafter::match(const std::vector<TokenId>& seq, size_t indexed) const {
+  const int len = static_cast<int>(seq.size());
   for (int n = std::min(max_n_, len - 1); n >= min_n_; --n) {
-    const TokenId* suffix = history.data() + (len - n);
+    const TokenId* suffix = seq.data() + (len - n);
+    // Ends past the indexed tokens (extend's drafts; never the suffix's own end), the latest first.
+    for (int p = len - 1; p >= std::max(static_cast<int>(indexed), n); --p)
+      if (std::equal(suffix, suffix + n, seq.data() + (p - n))) return p;
     const auto& m = last_[size_t(n - min_n_)];
     const auto it = m.find(ngram_hash(suffix, n));
-    int from = -1;
-    if (it != m.end() && std::equal(suffix, suffix + n, history.data() + (it->second - n))) {
-      from = it->second;
-    } else if (it != m.end()) {
-      // Another n-gram with the same hash: the most recent earlier occurrence, by a scan.
-      for (int start = len - n - 1; start >= 0 && from < 0; --start)
-        if (std::equal(suffix, suffix + n, history.data() + start)) from = start + n;
-    }
-    if (from < 0) continue;
-    return continue_copy(history, from, max_k);
+    if (it == m.end()) continue;
+    if (std::equal(suffix, suffix + n, seq.data() + (it->second - n))) return it->second;
+    // Another n-gram with the same hash: the most recent earlier occurrence, by a scan.
+    for (int start = static_cast<int>(indexed) - n - 1; start >= 0; --start)
+      if (std::equal(suffix, suffix + n, seq.data() + start)) return start + n;
   }
-  return {};
+  return -1;
+}
+
+void NgramDrafter::settle(const std::vector<TokenId>& h) {
+  if (proposed_.empty() || h.size() <= proposed_at_) return;
+  size_t kept = 0;
+  while (kept < proposed_.size() && proposed_at_ + kept < h.size() && h[proposed_at_ + kept] == proposed_[kept]) ++kept;
+  if (kept == proposed_.size()) {
+    reach_ = std::max(reach_, static_cast<int>(std::min<size_t>(2 * proposed_.size(), 1 << 16)));
+  } else if (proposed_at_ + kept < h.size()) {
+    // Cut short, lookup's tokens or the other drafter's before them (a copy after drafts that are often
+    // rejected is rows for nothing).
+    reach_ = 0;
+  } else {
+    return;  // not decided yet: score it next time
+  }
+  proposed_.clear();
+}
+
+std::vector<TokenId> NgramDrafter::propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) {
+  settle(history);
+  const int len = static_cast<int>(history.size());
+  const int n = want(max_k, room);
+  if (n <= 0 || len < 2) return {};
+  index(history);
+  const int from = match(history, history.size());
+  if (from < 0) return {};
+  proposed_ = continue_copy(history, from, n);
+  proposed_at_ = history.size();
+  return proposed_;
+}
+
+std::vector<TokenId> NgramDrafter::extend(const std::vector<TokenId>& history, const std::vector<TokenId>& drafts,
+                                          int max_k, const DraftRoom& room) {
+  settle(history);
+  const int n = want(max_k, room) - static_cast<int>(drafts.size());
+  if (n <= 0 || history.size() + drafts.size() < 2) return {};
+  index(history);
+  std::vector<TokenId> seq = history;
+  seq.insert(seq.end(), drafts.begin(), drafts.end());
+  const int from = match(seq, history.size());
+  if (from < 0) return {};
+  std::vector<TokenId> more = continue_copy(seq, from, n);
+  proposed_ = drafts;
+  proposed_.insert(proposed_.end(), more.begin(), more.end());
+  proposed_at_ = history.size();
+  return more;
 }
 
 std::vector<TokenId> NgramDrafter::continue_copy(const std::vector<TokenId>& history, int from, int max_k) {

@@ -62,6 +62,7 @@ struct SpecBenchArgs {
   std::vector<std::string> modes;      // empty: off, ngram, and draft when --draft-model is given
   std::vector<std::string> samplings{"greedy", "seeded"};
   int spec_k = 4;
+  int spec_lookup_k = 15;
   int spec_max_batch = 0;
   int spec_draft_critical = 1;
   bool spec_draft_lookup = true;
@@ -294,12 +295,14 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   if (flag("threads")) config.backend.threads = args.threads;
   if (flag("ctx-size")) config.backend.ctx_size = args.ctx_size;
   if (flag("spec-k")) config.spec.k = args.spec_k;
+  if (flag("spec-lookup-k")) config.spec.lookup_k = args.spec_lookup_k;
   if (flag("spec-max-batch")) config.spec.max_batch = args.spec_max_batch;
   if (flag("spec-draft-critical")) config.spec.draft_critical = args.spec_draft_critical;
   if (flag("spec-draft-lookup")) config.spec.draft_lookup = args.spec_draft_lookup;
   if (flag("draft-model")) config.spec.draft_model = args.draft_model;
   args.draft_model = config.spec.draft_model;
   args.spec_k = config.spec.k;
+  args.spec_lookup_k = config.spec.lookup_k;
   args.spec_max_batch = config.spec.max_batch;
   args.spec_draft_critical = config.spec.draft_critical;
   args.spec_draft_lookup = config.spec.draft_lookup;
@@ -355,6 +358,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
     EngineOptions eo = config.engine;
     eo.speculation.mode = speculation_mode(mode);
     eo.speculation.max_k = args.spec_k;
+    eo.speculation.lookup_k = args.spec_lookup_k;
     eo.speculation.max_batch = args.spec_max_batch;
     eo.speculation.drafter_factory = mode == "draft" ? drafter_factory : nullptr;
     auto registry = std::make_shared<prometheus::Registry>();
@@ -491,6 +495,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"draft_model", args.draft_model.empty() ? nlohmann::json(nullptr) : nlohmann::json(args.draft_model)},
                           {"device", device_name(rt.device)},
                           {"spec_k", args.spec_k},
+                          {"spec_lookup_k", args.spec_lookup_k},
                           {"spec_max_batch", args.spec_max_batch},
                           {"spec_draft_critical", args.spec_draft_critical},
                           {"spec_draft_lookup", args.spec_draft_lookup},
@@ -543,6 +548,9 @@ Command add_bench_command(CLI::App& root) {
       ->delimiter(',')->check(CLI::IsMember({"greedy", "seeded"}))->capture_default_str();
   spec->add_option("--spec-k", args->spec_k, "Drafted tokens per verify window at most")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  spec->add_option("--spec-lookup-k", args->spec_lookup_k,
+                   "Drafted tokens per verify window when prompt lookup copies them (within the exact rows; below --spec-k: --spec-k)")
+      ->check(CLI::Range(0, 64))->capture_default_str();
   spec->add_option("--spec-max-batch", args->spec_max_batch,
                    "Draft only while at most this many requests decode; 0 = always")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();

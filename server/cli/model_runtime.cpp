@@ -217,6 +217,7 @@ void finalize_engine_options(Config& config, const SourceMap& sources) {
     case SpecMode::Draft: config.engine.speculation.mode = SpeculationMode::Draft; break;
   }
   config.engine.speculation.max_k = config.spec.k;
+  config.engine.speculation.lookup_k = config.spec.lookup_k;
   config.engine.speculation.max_batch = config.spec.max_batch;
   if (config.faults.spec.empty()) return;
   try {

@@ -66,14 +66,26 @@ std::shared_ptr<GenerationRequest> request(size_t i, Sampling s, uint64_t seed) 
   return r;
 }
 
+// The CPU backend saying that a window holds `cheap` rows at about one row's cost, as CUDA's skinny kernel
+// does, so speculation fills them with prompt lookup's copies (DraftRoom) where it has some.
+struct CheapRowsCpu : CpuBackend {
+  CheapRowsCpu(const Model& m, int cheap) : CpuBackend(m, backend_opts()), cheap_(cheap) {}
+  BackendInfo info() const override {
+    BackendInfo i = CpuBackend::info();
+    i.cheap_rows = cheap_;
+    return i;
+  }
+  int cheap_;
+};
+
 struct Rig {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<Engine> engine;
-  Rig(const std::string& target, EngineOptions o) {
+  Rig(const std::string& target, EngineOptions o, int cheap_rows = 1) {
     o.metrics = std::make_shared<Metrics>(registry, "0", "none", "cpu");
     const Model& m = fixture(target);
     engine = std::make_unique<Engine>(
-        [&m]() -> std::unique_ptr<Backend> { return std::make_unique<CpuBackend>(m, backend_opts()); },
+        [&m, cheap_rows]() -> std::unique_ptr<Backend> { return std::make_unique<CheapRowsCpu>(m, cheap_rows); },
         fixture_tokenizer(), m.generation.eos_token_ids, o);
   }
   // A counter's value, summed over its series, or over those with the label `only` (name, value) when given.
@@ -128,14 +140,21 @@ EngineOptions with(SpeculationMode mode, int k) {
 
 const char* name(Sampling s) { return s == Sampling::Greedy ? "greedy" : s == Sampling::Seeded ? "seeded" : "penalized"; }
 
-// A draft-model drafter that adds the proposals prompt lookup made to a shared count when it goes.
+// A draft-model drafter that adds the proposals prompt lookup made to a shared count when it goes, and keeps
+// the longest proposal made (`longest`, when given).
 struct LookupCounting : DraftModelDrafter {
   LookupCounting(std::shared_ptr<Backend> b, int dim, Ahead a, int critical, bool lookup,
-                 std::shared_ptr<std::atomic<int>> n)
+                 std::shared_ptr<std::atomic<int>> n, std::shared_ptr<std::atomic<int>> longest = nullptr)
       : DraftModelDrafter(std::move(b), dim, a, critical, lookup ? std::make_unique<NgramDrafter>() : nullptr),
-        n_(std::move(n)) {}
+        n_(std::move(n)),
+        longest_(std::move(longest)) {}
   ~LookupCounting() override { *n_ += lookup_proposals(); }
-  std::shared_ptr<std::atomic<int>> n_;
+  void propose_together(std::vector<DraftJob>& jobs) override {
+    DraftModelDrafter::propose_together(jobs);
+    for (const DraftJob& j : jobs)
+      if (longest_ && int(j.drafts.size()) > *longest_) *longest_ = int(j.drafts.size());
+  }
+  std::shared_ptr<std::atomic<int>> n_, longest_;
 };
 
 }  // namespace
@@ -152,6 +171,11 @@ TEST_CASE("CPU: output with the n-gram drafter equals output without speculation
         CHECK(run_alone(spec, s, seed) == expect);
         CHECK(run_batch(spec, s, seed) == expect);
         CHECK(spec.counter("strata_spec_drafts_total") > 0);
+        // Copies that fill a window's cheap rows and reach past k.
+        Rig cheap("llama", with(SpeculationMode::Ngram, 2), 8);
+        CHECK(run_alone(cheap, s, seed) == expect);
+        CHECK(run_batch(cheap, s, seed) == expect);
+        CHECK(cheap.counter("strata_spec_draft_tokens_total") > 2 * cheap.counter("strata_spec_drafts_total"));
       }
     }
   }
@@ -190,10 +214,11 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
   for (bool features : {false, true}) {
     for (Sampling s : {Sampling::Greedy, Sampling::Seeded})
     // No drafting ahead; drafting ahead; with at most 1 draft on the path; with prompt lookup first there;
-    // and no drafting ahead with prompt lookup as the draft's rival.
-    for (int mode : {0, 1, 2, 3, 4}) {
+    // no drafting ahead with prompt lookup as the draft's rival; and mode 3 on a target whose windows hold 8
+    // rows at no cost (lookup's copies fill them, the stream's proposals are copied on).
+    for (int mode : {0, 1, 2, 3, 4, 5}) {
       const Ahead ahead = mode == 0 || mode == 4 ? Ahead::Off : Ahead::On;
-      const int critical = mode == 2 || mode == 3 ? 1 : 0;
+      const int critical = mode == 2 || mode == 3 || mode == 5 ? 1 : 0;
       const bool lookup = mode >= 3;
       DYNAMIC_SECTION((features ? "feature draft, " : "llama draft, ")
                       << name(s)
@@ -201,23 +226,27 @@ TEST_CASE("CPU: output with a draft model (another fixture, same tokenizer, or a
                           : mode == 2 ? ", drafting ahead, critical 1"
                           : mode == 3 ? ", drafting ahead, critical 1, prompt lookup"
                           : mode == 4 ? ", prompt lookup as a rival"
+                          : mode == 5 ? ", drafting ahead, critical 1, prompt lookup, 8 cheap rows"
                                       : "")) {
         Rig plain("qwen3", with(SpeculationMode::Off, 1));
         auto expect = run_alone(plain, s, 5);
         const Model& dm = features ? *feature_draft : fixture("llama");
         const int dim = features ? dm.config.hidden_size : 0;
         auto draft = std::shared_ptr<Backend>(std::make_unique<CpuBackend>(dm, backend_opts()));
-        auto looked_up = std::make_shared<std::atomic<int>>(0);
+        auto looked_up = std::make_shared<std::atomic<int>>(0), longest = std::make_shared<std::atomic<int>>(0);
         EngineOptions o = with(SpeculationMode::Draft, 3);
-        o.speculation.drafter_factory = [draft, dim, ahead, critical, lookup, looked_up] {
-          return std::make_unique<LookupCounting>(draft, dim, ahead, critical, lookup, looked_up);
+        o.speculation.drafter_factory = [draft, dim, ahead, critical, lookup, looked_up, longest] {
+          return std::make_unique<LookupCounting>(draft, dim, ahead, critical, lookup, looked_up, longest);
         };
         {
-          Rig spec("qwen3", o);
+          Rig spec("qwen3", o, mode == 5 ? 8 : 1);
           CHECK(run_alone(spec, s, 5) == expect);
           CHECK(run_batch(spec, s, 5) == expect);
           CHECK(spec.counter("strata_spec_draft_tokens_total") > 0);
         }
+        // Past k (3) only by lookup's copies (not with a feature draft), which fill the cheap rows.
+        if (!lookup || features) CHECK(longest->load() <= 3);
+        if (mode == 5 && !features) CHECK(longest->load() > 3);
         // A feature draft takes no lookup proposals (it would need the target's features of them).
         if (lookup && !features) CHECK(looked_up->load() > 0);
         else CHECK(looked_up->load() == 0);

@@ -34,6 +34,7 @@ FakeBackend::~FakeBackend() {
 BackendInfo FakeBackend::info() const {
   BackendInfo i{"fake", world_->max_slots, world_->max_context, world_->vocab_size, world_->max_window_rows};
   i.exact_rows = world_->exact_rows;
+  i.cheap_rows = world_->cheap_rows;
   return i;
 }
 

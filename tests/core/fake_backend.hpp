@@ -25,6 +25,7 @@ struct FakeWorld {
   int vocab_size = 512;
   int max_window_rows = 512;
   int exact_rows = std::numeric_limits<int>::max();
+  int cheap_rows = 1;
 
   // Continuations: after a history that starts with `prompt`, the picks follow `continuation`; past its end,
   // or for an unknown prompt, the pick is a fixed function of the history (the fallback below).

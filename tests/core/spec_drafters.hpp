@@ -15,7 +15,7 @@ class RandomDrafter : public Drafter {
  public:
   RandomDrafter(uint32_t seed, int id_limit) : rng_(seed), ids_(0, id_limit - 1) {}
   const char* name() const override { return "random"; }
-  std::vector<TokenId> propose(const std::vector<TokenId>&, int max_k) override {
+  std::vector<TokenId> propose(const std::vector<TokenId>&, int max_k, const DraftRoom&) override {
     std::vector<TokenId> d;
     for (int i = 0; i < max_k; ++i) d.push_back(ids_(rng_));
     return d;
@@ -31,10 +31,10 @@ class ThrowingDrafter : public Drafter {
  public:
   ThrowingDrafter(int throw_at, std::shared_ptr<std::atomic<int>> calls) : throw_at_(throw_at), calls_(std::move(calls)) {}
   const char* name() const override { return "throwing"; }
-  std::vector<TokenId> propose(const std::vector<TokenId>& h, int max_k) override {
+  std::vector<TokenId> propose(const std::vector<TokenId>& h, int max_k, const DraftRoom& room) override {
     if (++n_ == throw_at_) throw std::runtime_error("drafter exploded");
     calls_->fetch_add(1);
-    return inner_.propose(h, max_k);
+    return inner_.propose(h, max_k, room);
   }
 
  private:
@@ -49,9 +49,9 @@ class VerifyThrowingDrafter : public NgramDrafter {
   VerifyThrowingDrafter(int throw_at, std::shared_ptr<std::atomic<int>> proposals)
       : throw_at_(throw_at), proposals_(std::move(proposals)) {}
   const char* name() const override { return "verify-throwing"; }
-  std::vector<TokenId> propose(const std::vector<TokenId>& h, int max_k) override {
+  std::vector<TokenId> propose(const std::vector<TokenId>& h, int max_k, const DraftRoom& room) override {
     proposals_->fetch_add(1);
-    return NgramDrafter::propose(h, max_k);
+    return NgramDrafter::propose(h, max_k, room);
   }
   void while_verifying() override {
     if (++n_ == throw_at_) throw std::runtime_error("drafter exploded while the target verified");

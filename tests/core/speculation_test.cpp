@@ -117,6 +117,17 @@ size_t widest_verify(const std::vector<WindowRecord>& windows) {
   return best;
 }
 
+// Picks of each window that asks for more than one for a slot, in order.
+std::vector<size_t> verify_widths(const std::vector<WindowRecord>& windows) {
+  std::vector<size_t> out;
+  for (const auto& w : windows) {
+    size_t picks = 0;
+    for (const Row& r : w.rows) picks += r.want_pick ? 1 : 0;
+    if (picks > 1) out.push_back(picks);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("n-gram drafts of a repeated span are accepted and the output is plain decoding's", "[engine][spec]") {
@@ -134,7 +145,16 @@ TEST_CASE("n-gram drafts of a repeated span are accepted and the output is plain
   CHECK(world->bad_windows.load() == 0);
   // Every draft is right here: 30 tokens need far fewer windows than 30.
   CHECK(spec.windows.size() < plain.windows.size() / 2);
-  CHECK(widest_verify(spec.windows) == 5);
+  // Copies kept whole double the next one's length (lookup's reach), from k = 4 up to --spec-lookup-k (15): a
+  // window verifies the last token and 4, then 8 drafts, then the 14 that max_tokens leaves (1 + 5 + 9 + 15).
+  CHECK(verify_widths(spec.windows) == std::vector<size_t>{5, 9, 15});
+  // With no reach past k, every verify window holds k drafts at most.
+  EngineOptions at_k = spec_opts(SpeculationMode::Ngram);
+  at_k.speculation.lookup_k = 4;
+  Run short_copies = run_with(repeating_world(), at_k, req());
+  CHECK(short_copies.outcome.ids() == plain.outcome.ids());
+  CHECK(widest_verify(short_copies.windows) == 5);
+  CHECK(short_copies.windows.size() > spec.windows.size());
   double drafted = counter(spec.metrics, "strata_spec_draft_tokens_total");
   double accepted = counter(spec.metrics, "strata_spec_accepted_tokens_total");
   CHECK(accepted > 0);
@@ -144,10 +164,41 @@ TEST_CASE("n-gram drafts of a repeated span are accepted and the output is plain
   CHECK(counter(plain.metrics, "strata_spec_drafts_total") == 0);
 }
 
+TEST_CASE("n-gram drafts fill the rows a window holds at no cost, then reach on while copies are kept whole",
+          "[engine][spec]") {
+  auto req = [] { return make_request("r", repeat(kSpan, 2), 40); };
+  Run plain = run_with(repeating_world(), EngineOptions{}, req());
+  // A backend whose windows of up to 8 rows cost about one row's (CUDA's skinny kernel): with k = 2 the
+  // first copy fills the 7 draft rows, then each copy kept whole doubles, up to --spec-lookup-k (12).
+  auto world = repeating_world();
+  world->cheap_rows = 8;
+  EngineOptions o = spec_opts(SpeculationMode::Ngram, 2);
+  o.speculation.lookup_k = 12;
+  Run spec = run_with(world, o, req());
+  REQUIRE(spec.outcome.finished);
+  CHECK(spec.outcome.ids() == plain.outcome.ids());
+  CHECK(world->bad_windows.load() == 0);
+  // 1 + 8 + 13 + 13 = 35 tokens; the last window verifies the 4 that max_tokens leaves.
+  CHECK(verify_widths(spec.windows) == std::vector<size_t>{8, 13, 13, 5});
+  // Two requests in one window share the cheap rows: 2 decode rows and 2 x k leave 2, for the first.
+  auto two = repeating_world();
+  two->cheap_rows = 8;
+  two->scripts.push_back({repeat(kSpan, 2), repeat(kSpan, 6)});
+  Engine e(fake_factory(two), fixture_tokenizer(), {kEos}, o);
+  const std::vector<Outcome> got = run_together(e, {repeat(kSpan, 2), repeat(kSpan, 2)}, 40);
+  for (const Outcome& g : got) CHECK(g.ids() == plain.outcome.ids());
+  const std::vector<WindowRecord> seen = two->windows_seen();
+  const auto first = std::find_if(seen.begin(), seen.end(), [](const WindowRecord& r) { return slots_with_drafts(r) == 2; });
+  REQUIRE(first != seen.end());
+  CHECK(first->rows.size() == 2u + 4u + 2u);
+}
+
 TEST_CASE("a verify window carries the last token then the drafts at consecutive positions, each asking a pick",
           "[engine][spec]") {
   auto world = repeating_world();
-  Run spec = run_with(world, spec_opts(SpeculationMode::Ngram, 3), make_request("r", repeat(kSpan, 2), 12));
+  EngineOptions o = spec_opts(SpeculationMode::Ngram, 3);
+  o.speculation.lookup_k = 0;  // below k: k
+  Run spec = run_with(world, o, make_request("r", repeat(kSpan, 2), 12));
   REQUIRE(spec.outcome.finished);
   bool saw = false;
   for (const auto& w : spec.windows) {

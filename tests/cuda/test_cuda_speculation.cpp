@@ -12,9 +12,11 @@
 // boundaries decided; the last case below is that pattern.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <random>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
@@ -85,18 +87,20 @@ struct Reference {
 };
 
 // Proposes the reference continuation with each token replaced, with probability p, by another id: drafts
-// accepted to a random depth, so verify windows of every length and commits of every kept count.
+// accepted to a random depth, so verify windows of every length and commits of every kept count. `fill`: as
+// many as the room takes (as prompt lookup's copies do), not max_k.
 class OracleDrafter : public Drafter {
  public:
-  OracleDrafter(std::shared_ptr<const Reference> ref, uint32_t seed, double p, int vocab)
-      : ref_(std::move(ref)), rng_(seed), p_(p), ids_(1, vocab - 1), vocab_(vocab) {}
+  OracleDrafter(std::shared_ptr<const Reference> ref, uint32_t seed, double p, int vocab, bool fill)
+      : ref_(std::move(ref)), rng_(seed), p_(p), ids_(1, vocab - 1), vocab_(vocab), fill_(fill) {}
   const char* name() const override { return "oracle"; }
-  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k) override {
+  std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) override {
     size_t n = 0;
     const std::vector<TokenId>* cont = ref_->continuation(history, &n);
     std::vector<TokenId> d;
     if (cont == nullptr) return d;
-    for (int i = 0; i < max_k && n + size_t(i) < cont->size(); ++i) {
+    const int want = fill_ ? std::max(max_k, room.most) : max_k;
+    for (int i = 0; i < want && n + size_t(i) < cont->size(); ++i) {
       TokenId t = (*cont)[n + size_t(i)];
       if (coin_(rng_) < p_) t = (t + ids_(rng_)) % vocab_;  // never the reference token itself
       d.push_back(t);
@@ -111,6 +115,7 @@ class OracleDrafter : public Drafter {
   std::uniform_real_distribution<double> coin_{0.0, 1.0};
   std::uniform_int_distribution<TokenId> ids_;
   int vocab_;
+  bool fill_;
 };
 
 double counter(prometheus::Registry& registry, const std::string& name) {
@@ -163,10 +168,13 @@ TEST_CASE("CUDA: strata-tiny's greedy output with drafts accepted to every depth
   REQUIRE(CudaBackend::device_count() > 0);
   const Setup& su = setup();
   const int vocab = su.model->config.vocab_size;
-  const int k = GENERATE(4, 7);
+  // k 4 and 7, and k 4 with the oracle filling the room (up to --spec-lookup-k, 15: windows of up to 16 rows).
+  const auto [k, fill] = GENERATE(std::pair<int, bool>{4, false}, std::pair<int, bool>{7, false},
+                                  std::pair<int, bool>{4, true});
   const double p = GENERATE(0.1, 0.3);
   const uint32_t seed = GENERATE(1u, 2u);
-  DYNAMIC_SECTION("oracle drafts, k " << k << ", replaced with probability " << p << ", seed " << seed) {
+  DYNAMIC_SECTION("oracle drafts, k " << k << (fill ? ", filling the room" : "") << ", replaced with probability "
+                                      << p << ", seed " << seed) {
     EngineOptions o;
     auto registry = std::make_shared<prometheus::Registry>();
     o.metrics = std::make_shared<Metrics>(registry, "0", "yes", "cuda");
@@ -174,8 +182,8 @@ TEST_CASE("CUDA: strata-tiny's greedy output with drafts accepted to every depth
     o.speculation.max_k = k;
     auto seeds = std::make_shared<uint32_t>(seed * 1000);
     std::shared_ptr<const Reference> ref = su.ref;
-    o.speculation.drafter_factory = [ref, seeds, p, vocab] {
-      return std::make_unique<OracleDrafter>(ref, (*seeds)++, p, vocab);
+    o.speculation.drafter_factory = [ref, seeds, p, vocab, fill = fill] {
+      return std::make_unique<OracleDrafter>(ref, (*seeds)++, p, vocab, fill);
     };
     Engine spec(su.factory(), *su.tok, su.model->generation.eos_token_ids, o);
     const auto first_pass = run_prompts(spec, ref->prompts);
@@ -202,7 +210,14 @@ TEST_CASE("CUDA: strata-tiny's greedy output with its shipped draft model equals
   EngineOptions o;
   o.speculation.mode = SpeculationMode::Draft;
   o.speculation.max_k = 4;
-  o.speculation.drafter_factory = [draft] { return std::make_unique<DraftModelDrafter>(draft); };
+  // Alone, and as the server runs it: prompt lookup first in a waiting round (its copies filling the cheap
+  // rows and reaching on), a stream's proposals copied on, at most one draft on the round's path.
+  const bool lookup = GENERATE(false, true);
+  INFO((lookup ? "with prompt lookup" : "alone"));
+  o.speculation.drafter_factory = [draft, lookup] {
+    return std::make_unique<DraftModelDrafter>(draft, 0, DraftModelDrafter::Ahead::Auto, lookup ? 1 : 0,
+                                               lookup ? std::make_unique<NgramDrafter>() : nullptr);
+  };
   Engine spec(su.factory(), *su.tok, su.model->generation.eos_token_ids, o);
   const auto first_pass = run_prompts(spec, su.ref->prompts);
   const auto second_pass = run_prompts(spec, su.ref->prompts);

@@ -403,7 +403,7 @@ struct FixedLookup : Drafter {
   std::vector<TokenId>* out;
   explicit FixedLookup(std::vector<TokenId>* o) : out(o) {}
   const char* name() const override { return "fixed"; }
-  std::vector<TokenId> propose(const std::vector<TokenId>&, int max_k) override {
+  std::vector<TokenId> propose(const std::vector<TokenId>&, int max_k, const DraftRoom&) override {
     std::vector<TokenId> p = *out;
     if (p.size() > size_t(max_k)) p.resize(size_t(max_k));
     return p;
@@ -553,4 +553,31 @@ TEST_CASE("drafting ahead: feature drafts take the ahead steps, then feed the ta
   REQUIRE(w.features.size() == 2 * w.rows.size());
   CHECK(w.features[0] == 2.0f);  // entry 2: the target's feature at position 2
   CHECK(w.features[1] == 2.0f);
+}
+
+TEST_CASE("drafting ahead: lookup copies on past the draft's proposal within the room, and the stream goes on") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On, 0, std::make_unique<NgramDrafter>(1, 4));
+  const DraftRoom room{6, 10};  // 6 drafts at no cost, 10 at most
+  // Lookup finds nothing after 70; the draft's chain proposes 71 72 73 (the guess 74 and 75 .. 78 ahead),
+  // and nothing follows them in the history either.
+  std::vector<TokenId> h{76, 77, 50, 51, 52, 70};
+  CHECK(d.propose(h, 3, room) == std::vector<TokenId>{71, 72, 73});
+  // Kept whole, and the target picked 74: the stream's 75 76 77, then lookup's copy after 76 77 (50 51 52,
+  // up to the 6 cheap drafts in all).
+  h.insert(h.end(), {71, 72, 73, 74});
+  CHECK(d.propose(h, 3, room) == std::vector<TokenId>{75, 76, 77, 50, 51, 52});
+  CHECK(d.ahead_hits() == 1);
+  d.while_verifying();
+  // The target kept the stream's drafts but not the copy, and picked the stream's guess 78: the stream goes on.
+  h.insert(h.end(), {75, 76, 77, 78});
+  CHECK(d.propose(h, 3, room) == std::vector<TokenId>{79, 80, 81});
+  CHECK(d.ahead_hits() == 2);
+  // Without room past k, nothing is copied on.
+  auto toy2 = std::make_shared<ToyBackend>();
+  DraftModelDrafter e(toy2, 0, DraftModelDrafter::Ahead::On, 0, std::make_unique<NgramDrafter>(1, 4));
+  std::vector<TokenId> g{76, 77, 50, 51, 52, 70};
+  CHECK(e.propose(g, 3) == std::vector<TokenId>{71, 72, 73});
+  g.insert(g.end(), {71, 72, 73, 74});
+  CHECK(e.propose(g, 3) == std::vector<TokenId>{75, 76, 77});
 }

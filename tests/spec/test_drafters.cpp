@@ -6,6 +6,7 @@
 #include "engine/spec/drafter.hpp"
 
 using strata::AdaptiveK;
+using strata::DraftRoom;
 using strata::NgramDrafter;
 using strata::TokenId;
 
@@ -43,6 +44,73 @@ TEST_CASE("n-gram drafter continues a copy that reaches the end of the history w
   // A loop of three tokens matched one period back
   NgramDrafter loop(1, 4);
   CHECK(loop.propose({8, 1, 2, 3, 1, 2, 3, 1}, 6) == std::vector<TokenId>{2, 3, 1, 2, 3, 1});
+}
+
+TEST_CASE("n-gram drafter fills the cheap rows and reaches further only while its copies are kept whole") {
+  NgramDrafter d(1, 4);
+  std::vector<TokenId> span;
+  for (TokenId t = 10; t < 40; ++t) span.push_back(t);
+  std::vector<TokenId> h = span;
+  h.insert(h.end(), span.begin(), span.begin() + 2);  // 10 .. 39 10 11: the copy goes on with 12 13 ...
+  auto next = [&](int n) {
+    std::vector<TokenId> out;
+    for (int i = 0; i < n; ++i) out.push_back(span[(h.size() + size_t(i)) % span.size()]);
+    return out;
+  };
+  const DraftRoom room{5, 12};  // 5 drafts at no cost, 12 at most
+  // k = 2 asked, but a copy fills the cheap rows.
+  std::vector<TokenId> p = d.propose(h, 2, room);
+  CHECK(p == next(5));
+  CHECK(d.reach() == 0);
+  // Kept whole (the target's pick after it too): the next copy may be twice as long, within the room.
+  auto keep = [&](const std::vector<TokenId>& drafts, size_t n) {
+    h.insert(h.end(), drafts.begin(), drafts.begin() + static_cast<long>(n));
+    h.push_back(next(1)[0] + (n < drafts.size() ? 1000 : 0));  // a pick that differs where a draft was cut
+  };
+  keep(p, p.size());
+  p = d.propose(h, 2, room);
+  CHECK(d.reach() == 10);
+  CHECK(p == next(10));
+  keep(p, p.size());
+  p = d.propose(h, 2, room);
+  CHECK(d.reach() == 20);
+  CHECK(p == next(12));
+  // Cut short: back to the cheap rows.
+  keep(p, 4);
+  for (const TokenId t : span) h.push_back(t);  // the copy resumes, so lookup has something to propose
+  h.push_back(span[0]);
+  p = d.propose(h, 2, room);
+  CHECK(d.reach() == 0);
+  CHECK(p.size() == 5u);
+  // The room bounds the cheap rows as it bounds the reach.
+  NgramDrafter f(1, 4);
+  CHECK(f.propose(h, 2, DraftRoom{5, 3}).size() == 3u);
+}
+
+TEST_CASE("n-gram drafter extends another drafter's drafts with the copy after them") {
+  NgramDrafter d(1, 4);
+  // 1 2 3 4 5 6 7 1 2, drafted 3 4: the copy after them is 5 6 7 1 ..., within the room (drafts included).
+  const std::vector<TokenId> h{1, 2, 3, 4, 5, 6, 7, 1, 2};
+  CHECK(d.extend(h, {3, 4}, 2, DraftRoom{6, 10}) == std::vector<TokenId>{5, 6, 7, 1});
+  CHECK(d.extend(h, {3, 4}, 2, DraftRoom{2, 10}).empty());  // no cheap rows left, no reach yet
+  // A match may end inside the drafts: 9 8, drafted 7 9 8, repeats with period 3.
+  CHECK(d.extend({9, 8}, {7, 9, 8}, 0, DraftRoom{6, 6}) == std::vector<TokenId>{7, 9, 8});
+  // Reach after extensions: kept whole, it grows; the other drafter's drafts rejected, it is gone too (the
+  // copy after them was rows for nothing).
+  NgramDrafter e(1, 4);
+  std::vector<TokenId> g{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2};
+  CHECK(e.extend(g, {3}, 1, DraftRoom{4, 12}) == std::vector<TokenId>{4, 5, 6});
+  g.insert(g.end(), {3, 4, 5, 6, 7});  // kept whole, and the pick after them
+  CHECK(e.propose(g, 1, DraftRoom{4, 12}).size() == 8u);
+  CHECK(e.reach() == 8);
+  g.insert(g.end(), {8, 9, 1, 2, 3, 4, 5, 6, 7});  // kept whole again
+  const std::vector<TokenId> more = e.extend(g, {50}, 1, DraftRoom{4, 12});
+  CHECK(more.empty());  // nothing to copy after 50
+  CHECK(e.reach() == 16);
+  CHECK(e.extend(g, {8, 9}, 1, DraftRoom{4, 12}).size() == 10u);
+  g.insert(g.end(), {8, 51, 1, 2});  // 9 rejected
+  CHECK(e.propose(g, 1, DraftRoom{4, 12}).size() == 4u);
+  CHECK(e.reach() == 0);
 }
 
 TEST_CASE("adaptive k backs off to one draft when acceptance is low and recovers when it is high") {
@@ -92,6 +160,14 @@ TEST_CASE("n-gram drafter proposes what a scan of the history finds, as the hist
         const int k = int(rng() % 6);
         INFO("vocab " << vocab << ", n " << min_n << ".." << max_n << ", step " << step << ", length " << h.size());
         REQUIRE(d.propose(h, k) == scan_reference(h, min_n, max_n, k));
+        // After another drafter's drafts (not indexed: a match may end inside them), within the room.
+        std::vector<TokenId> drafts;
+        for (int i = int(rng() % 5); i > 0; --i) drafts.push_back(TokenId(rng() % vocab));
+        const int most = int(drafts.size()) + int(rng() % 6);
+        std::vector<TokenId> seq = h;
+        seq.insert(seq.end(), drafts.begin(), drafts.end());
+        REQUIRE(d.extend(h, drafts, 0, DraftRoom{most, most}) ==
+                scan_reference(seq, min_n, max_n, most - int(drafts.size())));
       }
     }
   }
