@@ -53,7 +53,9 @@ for w in $what; do
       ldd "$build/strata" | awk '$3 ~ /^\// {print $3}' |
         grep -E 'lib(prometheus-cpp|yaml-cpp|pcre2|cpp-httplib|spdlog|fmt|brotli)' |
         while read -r lib; do cp -L "$lib" "$stage/bin/lib/"; done
-      tar cJf .devcarry/bin.txz -C "$stage" bin
+      # Renamed into place: a call that copies the tree meanwhile carries the old archive or the new, whole.
+      tar cJf .devcarry/bin.txz.part -C "$stage" bin
+      mv .devcarry/bin.txz.part .devcarry/bin.txz
       rm -rf "$stage"
       ls -l .devcarry/bin.txz ;;
     models)
