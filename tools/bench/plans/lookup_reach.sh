@@ -11,6 +11,6 @@ LD_LIBRARY_PATH=$B/lib timeout 60 "$B/strata_bench_cuda" --model models/strata-t
   --prefill 16 --batch 1,2,5,8,12,16 --gemm-min-rows 17 2>&1 | grep -E "^decode" | tee "$OUT/rows.log"
 . tools/bench/plans/lib.sh
 MODES=off,plain,ngram,draft
-spec_ab lk4 SPEC_LOOKUP_K=4 lk15 SPEC_LOOKUP_K=15
+ROUNDS=${ROUNDS:-3} spec_ab lk4 SPEC_LOOKUP_K=4 lk15 SPEC_LOOKUP_K=15
 r=t256
 for lk in 4 15; do spec_cfg "lk$lk" SPEC_LOOKUP_K=$lk TOKENS=256; done
