@@ -74,18 +74,23 @@ bool DraftModelDrafter::take_ahead(const std::vector<TokenId>& h, int max_k, std
       cached_.insert(cached_.end(), stream_.begin(), stream_.end() - 1);
     }
   }
-  const bool guessed = max_k > 0 && stream_.size() >= 2 && h.size() == ahead_base_.size() + 1 &&
-                       std::equal(ahead_base_.begin(), ahead_base_.end(), h.begin()) && h.back() == stream_[0];
+  // The history the stream guessed: its base, then the target's pick, the stream's first token, and possibly
+  // more of the stream's tokens (a copy after the proposal that agreed with them was kept too).
+  const size_t past = h.size() > ahead_base_.size() ? h.size() - ahead_base_.size() : 0;
+  const bool guessed = max_k > 0 && past >= 1 && stream_.size() >= past + 1 &&
+                       std::equal(ahead_base_.begin(), ahead_base_.end(), h.begin()) &&
+                       std::equal(stream_.begin(), stream_.begin() + static_cast<long>(past),
+                                  h.begin() + static_cast<long>(ahead_base_.size()));
   if (!guessed) {
     drop_ahead();
     return false;
   }
-  const size_t m = std::min(stream_.size() - 1, size_t(max_k));
-  drafts->assign(stream_.begin() + 1, stream_.begin() + 1 + static_cast<long>(m));
+  const size_t m = std::min(stream_.size() - past, size_t(max_k));
+  drafts->assign(stream_.begin() + static_cast<long>(past), stream_.begin() + static_cast<long>(past + m));
   // What the stream guesses next: the target keeps these drafts, then picks its next token.
   ahead_base_ = h;
   ahead_base_.insert(ahead_base_.end(), drafts->begin(), drafts->end());
-  stream_.erase(stream_.begin(), stream_.begin() + static_cast<long>(m + 1));
+  stream_.erase(stream_.begin(), stream_.begin() + static_cast<long>(past + m));
   ++ahead_hits_;
   return true;
 }

@@ -581,3 +581,22 @@ TEST_CASE("drafting ahead: lookup copies on past the draft's proposal within the
   g.insert(g.end(), {71, 72, 73, 74});
   CHECK(e.propose(g, 3) == std::vector<TokenId>{75, 76, 77});
 }
+
+TEST_CASE("drafting ahead: a stream goes on past a kept copy that agreed with it") {
+  auto toy = std::make_shared<ToyBackend>();
+  DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On, 0, std::make_unique<NgramDrafter>(1, 4));
+  const DraftRoom room{6, 10};
+  std::vector<TokenId> h{66, 67, 68, 69, 70, 71, 60};
+  CHECK(d.propose(h, 3, room) == std::vector<TokenId>{61, 62, 63});
+  h.insert(h.end(), {61, 62, 63, 64});
+  // The stream's 65 66 67, then lookup's copy after 66 67, which is what the stream would draft too.
+  CHECK(d.propose(h, 3, room) == std::vector<TokenId>{65, 66, 67, 68, 69, 70});
+  d.while_verifying();
+  // All kept, then 71: the history is the stream's guess and three more of its tokens, so the stream goes on
+  // (its last token, 72) with no draft work, where it used to be dropped.
+  h.insert(h.end(), {65, 66, 67, 68, 69, 70, 71});
+  const size_t windows = toy->windows.size();
+  CHECK(d.propose(h, 3, room) == std::vector<TokenId>{72});
+  CHECK(d.ahead_hits() == 2);
+  CHECK(toy->windows.size() == windows);
+}
