@@ -199,6 +199,21 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
   const RunResult bl = run_strata(bad_lookup);
   CHECK(bl.exit_code != 0);
   CHECK_THAT(bl.err, Contains("spec-draft-lookup"));
+  // Lookup's copies past k: any count from 0 (no more than k) to 64; outside that refused, naming the flag.
+  for (const char* n : {"0", "4", "64"}) {
+    std::vector<std::string> lk = draft;
+    lk.insert(lk.end(), {"--spec-lookup-k", n});
+    const RunResult r = run_strata(lk);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == off.out);
+  }
+  for (const char* n : {"-1", "65", "many"}) {
+    std::vector<std::string> lk = draft;
+    lk.insert(lk.end(), {"--spec-lookup-k", n});
+    const RunResult r = run_strata(lk);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Contains("spec-lookup-k"));
+  }
 }
 
 TEST_CASE("strata generate with a feature draft prints the completion of --spec off; its target must match it") {
