@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -44,10 +45,11 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
   const std::string yaml = temp_path("bench.yaml");
   std::ofstream(yaml) << "ctx-size: 2048\n";
   // The draft model is the target itself: same weights and the same CPU numerics, so every greedy draft is
-  // the target's own pick and must be accepted; anything less means the drafter fell out of step.
+  // the target's own pick and must be accepted; anything less means the drafter fell out of step. Prompt
+  // lookup's copies stay within k here (--spec-lookup-k 3), so no copy after the draft's drafts is verified.
   const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--draft-model",
                                             kModels + "/qwen3", "--device", "cpu", "--batch", "1,2", "--spec",
-                                            "off,ngram,draft", "--spec-k", "3", "--max-tokens",
+                                            "off,ngram,draft", "--spec-k", "3", "--spec-lookup-k", "3", "--max-tokens",
                                             std::to_string(kMaxTokens), "--config", yaml, "--threads", "2",
                                             "--prompts", kPrompts, "--json", out});
   INFO(r.err);
@@ -57,6 +59,7 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
   const nlohmann::json doc = read_json(out);
   CHECK(doc["mismatches"] == 0);
   CHECK(doc["device"] == "cpu");
+  CHECK(doc["spec_lookup_k"] == 3);
   std::vector<std::string> classes;
   const nlohmann::json prompts = read_json(kPrompts);
   for (const auto& c : prompts["classes"]) classes.push_back(c["name"].get<std::string>());
@@ -124,6 +127,33 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
           CHECK(seen.count(Key{sampling, cls, batch, mode}) == 1);
         }
   CHECK(seen.size() == 2 * classes.size() * 2 * 3);
+}
+
+TEST_CASE("bench spec: prompt lookup's copies reach past k up to --spec-lookup-k") {
+  const std::string out = temp_path("spec_lookup.json");
+  const std::string yaml = temp_path("bench_lookup.yaml");
+  std::ofstream(yaml) << "ctx-size: 2048\n";
+  const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--device", "cpu",
+                                            "--batch", "1", "--spec", "off,ngram", "--spec-k", "3",
+                                            "--spec-lookup-k", "6", "--max-tokens", "32", "--sampling", "greedy",
+                                            "--config", yaml, "--threads", "2", "--prompts", kPrompts, "--json", out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json doc = read_json(out);
+  CHECK(doc["mismatches"] == 0);
+  CHECK(doc["spec_k"] == 3);
+  CHECK(doc["spec_lookup_k"] == 6);
+  size_t longest = 0;
+  for (const auto& row : doc["rows"]) {
+    INFO(row.dump());
+    if (row["mode"] != "ngram") continue;
+    CHECK(row["matches_off"] == true);
+    const long windows = row["verify_windows"], drafted = row["drafted"];
+    CHECK(drafted <= 6 * windows);
+    CHECK(row["accepted_at_position"].size() <= 6);
+    longest = std::max(longest, row["accepted_at_position"].size());
+  }
+  CHECK(longest > 3);  // some copy past k was kept to its end
 }
 
 TEST_CASE("bench spec's plain mode is timed against off but not compared with it") {
