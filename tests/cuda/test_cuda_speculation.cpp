@@ -194,9 +194,11 @@ TEST_CASE("CUDA: strata-tiny's greedy output with drafts accepted to every depth
       CHECK(second_pass[i] == su.second[i]);
     }
     // Drafts were accepted to some depth and rejected at others (the drafter is what the test says it is).
+    // Filling the room (up to 15 drafts), a replaced token cuts more of each proposal: with p = 0.3, 0.150
+    // and 0.173 of the drafts were kept (run 133).
     const double drafted = counter(*registry, "strata_spec_draft_tokens_total");
     const double accepted = counter(*registry, "strata_spec_accepted_tokens_total");
-    CHECK(accepted > 0.3 * drafted);
+    CHECK(accepted > (fill ? 0.1 : 0.3) * drafted);
     CHECK(accepted < drafted);
   }
 }
