@@ -363,8 +363,10 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     if (all_found) steps = 0;
     // Drafting ahead: the guess of the target's next pick, then one draft more than asked after it (a
     // proposal kept whole makes the engine's adaptive k ask for one more next time), so a proposal kept whole
-    // has the next one ready.
-    const int ahead = ahead_on_ ? asked + 2 : 0;
+    // has the next one ready. A chain fed only lookup proposals drafts the guess and one draft (kLookupAhead):
+    // the next round is as likely to be lookup's again, and the draft's steps beside the target's window slow
+    // it (runs 137-139).
+    const int ahead = ahead_on_ ? (all_found ? std::min(asked + 2, kLookupAhead) : asked + 2) : 0;
     uint64_t ticket = 0;
     std::shared_ptr<AheadGroup> group;
     if (ahead > 0) {

@@ -79,6 +79,9 @@ class DraftModelDrafter : public Drafter {
   int feature_dim() const override { return feature_dim_; }
   void take_feature(int32_t pos, std::vector<float>&& feature) override;
 
+  // Steps a chain fed only lookup proposals drafts ahead: the guess of the target's next pick and one draft.
+  static constexpr int kLookupAhead = 2;
+
   // The target features held for entries not yet fed, at most this many values (older ones are dropped and
   // read as zeros): a request that does not draft for a long stretch (a full batch) holds no more.
   static constexpr size_t kMaxHeldFeatureValues = size_t(1) << 24;

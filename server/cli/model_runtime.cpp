@@ -113,12 +113,14 @@ Engine::BackendFactory backend_factory_for(std::shared_ptr<const Model> model, D
     opts.attention_tc = !shape.batch_invariant;
     if (const char* e = std::getenv("STRATA_TARGET_ATTENTION_TC"); e && *e && !shape.draft && !shape.batch_invariant)
       opts.attention_tc = std::atoi(e) != 0;
-    // STRATA_CUDA_STREAM_PRIORITY=1 puts the target's stream first and a draft model's last, so that the draft's
-    // steps beside a verify window (drafting ahead) only fill what the target leaves idle. Off (both streams at
-    // the default priority): measured on an H100 in ABBA pairs it changed nothing beyond the noise
-    // (docs/PERFORMANCE.md, run 125), so it stays a switch for comparisons.
-    if (const char* e = std::getenv("STRATA_CUDA_STREAM_PRIORITY"); e && *e && std::atoi(e) != 0)
-      opts.stream_priority = shape.draft ? -1 : 1;
+    // The target's stream first and a draft model's last, so that the draft's steps beside a verify window
+    // (drafting ahead) only fill what the target leaves idle. Alone it changed nothing beyond the noise (runs
+    // 125 and 138); with a lookup proposal's chain drafting 2 steps ahead (DraftModelDrafter) the pair gained
+    // ~6 % on both of strata-tiny's prompt classes in twelve ABBA rounds on an H100 (runs 138-139, where the
+    // chain's k + 2 steps alone gained nothing either). STRATA_CUDA_STREAM_PRIORITY=0 turns it off, for
+    // comparisons.
+    const char* prio = std::getenv("STRATA_CUDA_STREAM_PRIORITY");
+    if (!(prio && *prio && std::atoi(prio) == 0)) opts.stream_priority = shape.draft ? -1 : 1;
     opts.gemm_autotune = shape.gemm_autotune;
     opts.warm_up_decode = shape.graph_warmup;
     return [model, opts]() -> std::unique_ptr<Backend> { return std::make_unique<CudaBackend>(*model, opts); };

@@ -415,19 +415,19 @@ TEST_CASE("drafting ahead: a lookup proposal waits for no draft step; its chain 
   std::vector<TokenId> found{50, 51, 52, 53, 54};
   DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On, 1, std::make_unique<FixedLookup>(&found));
   // The lookup's proposal (cut to k) is the round's, and nothing runs on the round's path: the chain (its
-  // first window the history, then 50 51 52 as known rows, and k + 1 steps after it, all ahead) is launched
-  // once the target's window is.
+  // first window the history, then 50 51 52 as known rows, and kLookupAhead = 2 steps after it, all ahead:
+  // the guess and one draft) is launched once the target's window is.
   CHECK(d.propose({5, 6, 7}, 3) == std::vector<TokenId>{50, 51, 52});
   CHECK(d.lookup_proposals() == 1);
   CHECK(toy->asked_steps.empty());
   CHECK(toy->windows.empty());
   d.while_verifying();
   REQUIRE(toy->asked_steps == std::vector<int>{0});
-  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 50, 51, 52, 53, 54, 55, 56});
+  CHECK(toy->held.at(0) == std::vector<TokenId>{5, 6, 7, 50, 51, 52, 53});
   d.while_verifying();  // once
   CHECK(toy->asked_steps.size() == 1u);
-  // Kept whole, and the target picked 53 as the draft guessed: the next proposal is the stream's 54 55 56.
-  CHECK(d.propose({5, 6, 7, 50, 51, 52, 53}, 3) == std::vector<TokenId>{54, 55, 56});
+  // Kept whole, and the target picked 53 as the draft guessed: the next proposal is the stream's 54.
+  CHECK(d.propose({5, 6, 7, 50, 51, 52, 53}, 3) == std::vector<TokenId>{54});
   CHECK(d.ahead_hits() == 1);
   // A round the lookup has nothing for waits for `critical` (1) step, as before.
   found.clear();
@@ -438,7 +438,7 @@ TEST_CASE("drafting ahead: a lookup proposal waits for no draft step; its chain 
   CHECK(d.propose({5, 6, 7, 50, 60, 61, 69}, 3) == std::vector<TokenId>{70, 71});
   CHECK(toy->asked_steps.size() == 2u);
   found.clear();
-  CHECK(d.propose({5, 6, 7, 50, 60, 61, 69, 70, 71, 72}, 3) == std::vector<TokenId>{73, 74, 75});
+  CHECK(d.propose({5, 6, 7, 50, 60, 61, 69, 70, 71, 72}, 3) == std::vector<TokenId>{73});
   CHECK(d.ahead_hits() == 2);
   CHECK(toy->asked_steps == std::vector<int>{0, 1, 0});
   // A chain that faults when launched leaves the slot to be reset; the next proposal recomputes it.
@@ -468,8 +468,8 @@ TEST_CASE("drafting ahead: a lookup proposal waits for no draft step; its chain 
   hb = {40, 41, 90, 91, 92};
   found.clear();
   d.propose_together(jobs);
-  CHECK(jobs[0].drafts == std::vector<TokenId>{93, 94});
-  CHECK(jobs[1].drafts == std::vector<TokenId>{93, 94});
+  CHECK(jobs[0].drafts == std::vector<TokenId>{93});
+  CHECK(jobs[1].drafts == std::vector<TokenId>{93});
   CHECK(d.ahead_hits() == 3);
   CHECK(b.ahead_hits() == 1);
 }
