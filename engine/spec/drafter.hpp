@@ -114,9 +114,12 @@ class NgramDrafter : public Drafter {
  private:
   // Brings the index up to `h`: every n-gram that ends before h's last token.
   void index(const std::vector<TokenId>& h);
-  // The latest earlier end of the longest suffix of `seq` (min_n_ to max_n_ tokens) that `seq`'s first
-  // `indexed` tokens hold (the index) or that ends past them (a scan); -1: none.
-  int match(const std::vector<TokenId>& seq, size_t indexed) const;
+  struct Joined;
+  // The latest earlier end of the longest suffix of `seq` (min_n_ to max_n_ tokens) in its history (the index)
+  // or past it, among the drafts it is followed by (a scan); -1: none.
+  int match(const Joined& seq) const;
+  // continue_copy over `seq`.
+  static std::vector<TokenId> copy(const Joined& seq, int from, int max_k);
   // Scores the last proposal against `h` (which follows it) and sets the reach.
   void settle(const std::vector<TokenId>& h);
   int want(int max_k, const DraftRoom& room) const {

@@ -15,13 +15,30 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t ngram_hash(const TokenId* t, int n) {
+// The n tokens of `s` that end before `end`.
+template <class Seq>
+uint64_t ngram_hash(const Seq& s, size_t end, int n) {
   uint64_t h = mix(static_cast<uint64_t>(n));
-  for (int i = 0; i < n; ++i) h = mix(h ^ static_cast<uint32_t>(t[i]));
+  for (size_t i = end - size_t(n); i < end; ++i) h = mix(h ^ static_cast<uint32_t>(s[i]));
   return h;
 }
 
 }  // namespace
+
+// The history followed by another drafter's drafts (extend; none for propose), read as one sequence without
+// copying the history.
+struct NgramDrafter::Joined {
+  const std::vector<TokenId>& h;
+  const std::vector<TokenId>& t;
+  size_t size() const { return h.size() + t.size(); }
+  TokenId operator[](size_t i) const { return i < h.size() ? h[i] : t[i - h.size()]; }
+  // Whether the n tokens that end before a equal those that end before b.
+  bool same(size_t a, size_t b, int n) const {
+    for (size_t i = 1; i <= size_t(n); ++i)
+      if ((*this)[a - i] != (*this)[b - i]) return false;
+    return true;
+  }
+};
 
 NgramDrafter::NgramDrafter(int min_n, int max_n)
     : min_n_(std::max(1, min_n)), max_n_(std::max(min_n_, max_n)), last_(size_t(max_n_ - min_n_ + 1)) {}
@@ -35,24 +52,23 @@ void NgramDrafter::index(const std::vector<TokenId>& h) {
   // itself ends at h.size().
   for (size_t p = seen_.size(); p < h.size(); ++p)
     for (int n = min_n_; n <= max_n_ && size_t(n) <= p; ++n)
-      last_[size_t(n - min_n_)][ngram_hash(h.data() + (p - size_t(n)), n)] = static_cast<int32_t>(p);
+      last_[size_t(n - min_n_)][ngram_hash(h, p, n)] = static_cast<int32_t>(p);
   seen_.insert(seen_.end(), h.begin() + static_cast<long>(seen_.size()), h.end());
 }
 
-int NgramDrafter::match(const std::vector<TokenId>& seq, size_t indexed) const {
-  const int len = static_cast<int>(seq.size());
-  for (int n = std::min(max_n_, len - 1); n >= min_n_; --n) {
-    const TokenId* suffix = seq.data() + (len - n);
-    // Ends past the indexed tokens (extend's drafts; never the suffix's own end), the latest first.
-    for (int p = len - 1; p >= std::max(static_cast<int>(indexed), n); --p)
-      if (std::equal(suffix, suffix + n, seq.data() + (p - n))) return p;
+int NgramDrafter::match(const Joined& seq) const {
+  const size_t len = seq.size(), indexed = seq.h.size();
+  for (int n = std::min(max_n_, static_cast<int>(len) - 1); n >= min_n_; --n) {
+    // Ends past the indexed history (extend's drafts; never the suffix's own end), the latest first.
+    for (size_t p = len - 1; p >= std::max(indexed, size_t(n)) && p < len; --p)
+      if (seq.same(len, p, n)) return static_cast<int>(p);
     const auto& m = last_[size_t(n - min_n_)];
-    const auto it = m.find(ngram_hash(suffix, n));
+    const auto it = m.find(ngram_hash(seq, len, n));
     if (it == m.end()) continue;
-    if (std::equal(suffix, suffix + n, seq.data() + (it->second - n))) return it->second;
+    if (seq.same(len, size_t(it->second), n)) return it->second;
     // Another n-gram with the same hash: the most recent earlier occurrence, by a scan.
-    for (int start = static_cast<int>(indexed) - n - 1; start >= 0; --start)
-      if (std::equal(suffix, suffix + n, seq.data() + start)) return start + n;
+    for (size_t p = indexed - 1; p >= size_t(n) && p < indexed; --p)
+      if (seq.same(len, p, n)) return static_cast<int>(p);
   }
   return -1;
 }
@@ -75,13 +91,14 @@ void NgramDrafter::settle(const std::vector<TokenId>& h) {
 
 std::vector<TokenId> NgramDrafter::propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) {
   settle(history);
-  const int len = static_cast<int>(history.size());
   const int n = want(max_k, room);
-  if (n <= 0 || len < 2) return {};
+  if (n <= 0 || history.size() < 2) return {};
   index(history);
-  const int from = match(history, history.size());
+  const std::vector<TokenId> none;
+  const Joined seq{history, none};
+  const int from = match(seq);
   if (from < 0) return {};
-  proposed_ = continue_copy(history, from, n);
+  proposed_ = copy(seq, from, n);
   proposed_at_ = history.size();
   return proposed_;
 }
@@ -92,11 +109,10 @@ std::vector<TokenId> NgramDrafter::extend(const std::vector<TokenId>& history, c
   const int n = want(max_k, room) - static_cast<int>(drafts.size());
   if (n <= 0 || history.size() + drafts.size() < 2) return {};
   index(history);
-  std::vector<TokenId> seq = history;
-  seq.insert(seq.end(), drafts.begin(), drafts.end());
-  const int from = match(seq, history.size());
+  const Joined seq{history, drafts};
+  const int from = match(seq);
   if (from < 0) return {};
-  std::vector<TokenId> more = continue_copy(seq, from, n);
+  std::vector<TokenId> more = copy(seq, from, n);
   proposed_ = drafts;
   proposed_.insert(proposed_.end(), more.begin(), more.end());
   proposed_at_ = history.size();
@@ -104,14 +120,19 @@ std::vector<TokenId> NgramDrafter::extend(const std::vector<TokenId>& history, c
 }
 
 std::vector<TokenId> NgramDrafter::continue_copy(const std::vector<TokenId>& history, int from, int max_k) {
+  const std::vector<TokenId> none;
+  return copy(Joined{history, none}, from, max_k);
+}
+
+std::vector<TokenId> NgramDrafter::copy(const Joined& seq, int from, int max_k) {
   // The copy runs on into its own proposal, as an overlapping copy does: a match `period` tokens back says the
   // text repeats with that period, so token i of the proposal is the one `period` before it (a loop of one
   // token, a run of the same character, proposes max_k of it, not one).
-  const int period = static_cast<int>(history.size()) - from;
+  const int period = static_cast<int>(seq.size()) - from;
   std::vector<TokenId> out;
-  out.reserve(static_cast<size_t>(max_k));
+  out.reserve(static_cast<size_t>(std::max(max_k, 0)));
   for (int i = 0; i < max_k; ++i)
-    out.push_back(i < period ? history[static_cast<size_t>(from + i)] : out[static_cast<size_t>(i - period)]);
+    out.push_back(i < period ? seq[static_cast<size_t>(from + i)] : out[static_cast<size_t>(i - period)]);
   return out;
 }
 
