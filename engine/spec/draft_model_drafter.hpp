@@ -30,9 +30,10 @@ namespace strata {
 // of k steps runs k + 2 more on the guess that the target keeps all k drafts and then picks what the draft
 // picks next (up to k + 1 drafts after that), while the target verifies. Those picks are the start of a
 // stream, the draft's greedy continuation past the proposal. When the next history is the proposal, then the
-// stream's first token, the next proposal is the stream's next tokens, with no draft work on that round's
-// path, and the stream goes on (Backend::extend_ahead, from while_verifying()) while the target verifies it.
-// Any other history drops the stream and its rows are cut like any chained rows.
+// stream's first token (and possibly more of the stream's tokens, kept as part of a copy), the next proposal is
+// the stream's next tokens, with no draft work on that round's path, and the stream goes on
+// (Backend::extend_ahead, from while_verifying()) while the target verifies it. Any other history drops the
+// stream and its rows are cut like any chained rows.
 //
 // critical > 0 (drafting ahead only) caps the steps a round drafts when it must wait for them: such a round
 // proposes at most that many drafts, the cheaper round on the path, and its stream still drafts as many as
@@ -41,12 +42,14 @@ namespace strata {
 // `lookup` (drafting ahead, token drafts only; optional) is asked first in such a round: a drafter that costs
 // no device work (prompt lookup). When it proposes something, that is the round's proposal, up to k tokens
 // where the draft would have waited for `critical`: the draft model feeds it as known tokens in the chain's
-// first window, and the chain's picks after it are the stream (the guess of the target's next pick first).
-// Such a chain returns nothing now (run_chain_ahead with steps 0), so a round whose jobs all have lookup
+// first window, and the chain's picks after it are the stream (the guess of the target's next pick and one
+// draft: kLookupAhead steps, not k + 2, since the next round is as likely to be lookup's again and the
+// draft's steps beside the target's window slow it). Such a chain returns nothing now (run_chain_ahead with steps 0), so a round whose jobs all have lookup
 // proposals waits for no draft work: its chain is launched in while_verifying(), after the target's window,
 // or by the drafter's next call where no window verified the proposal. Lookup's proposals may fill the job's
-// room (its reach, NgramDrafter), and a proposal from the stream is followed by what lookup copies after it
-// (NgramDrafter::extend), within the room: the window verifies the copy at the cost of a few rows.
+// room (its reach, NgramDrafter), and the draft's own proposals (a stream's, or a waiting round's) are followed
+// by what lookup copies after them (NgramDrafter::extend), within the room: the window verifies the copy at
+// the cost of a few rows.
 //
 // Without drafting ahead (the CPU backend), `lookup` and the draft model are rivals: each round that both
 // propose for is scored afterwards (the drafts each proposal would have kept, as far as the history that
