@@ -185,7 +185,8 @@ DraftModelDrafter::~DraftModelDrafter() {
   }
 }
 
-std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) {
+std::vector<TokenId> DraftModelDrafter::propose(const std::vector<TokenId>& history, int max_k,
+                                                const DraftRoom& room) {
   std::vector<DraftJob> one{DraftJob{this, &history, max_k, room, {}}};
   propose_together(one);
   return std::move(one[0].drafts);

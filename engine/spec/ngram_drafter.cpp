@@ -76,7 +76,8 @@ int NgramDrafter::match(const Joined& seq) const {
 void NgramDrafter::settle(const std::vector<TokenId>& h) {
   if (proposed_.empty() || h.size() <= proposed_at_) return;
   size_t kept = 0;
-  while (kept < proposed_.size() && proposed_at_ + kept < h.size() && h[proposed_at_ + kept] == proposed_[kept]) ++kept;
+  while (kept < proposed_.size() && proposed_at_ + kept < h.size() && h[proposed_at_ + kept] == proposed_[kept])
+    ++kept;
   if (kept == proposed_.size()) {
     reach_ = std::max(reach_, static_cast<int>(std::min<size_t>(2 * proposed_.size(), 1 << 16)));
   } else if (proposed_at_ + kept < h.size()) {

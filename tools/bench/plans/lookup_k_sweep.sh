@@ -5,9 +5,9 @@
 # simulation) take cuBLAS, whose algorithms are timed on first use of each row count; `c1` is 15 with one
 # candidate (STRATA_GEMM_CANDIDATES=1, nothing timed). The speculation GPU tests first; then `strata bench
 # spec --spec off,plain,ngram,draft` at --spec-lookup-k 4, 7 (the cheap rows, no reach past them), 15, c1 and
-# z4 (15 with a switch only run 134's binaries had, in no commit, STRATA_LOOKUP_LAZY=4: a lookup proposal of 4+ tokens runs no
-# draft chain beside its window, the draft catching up when it next drafts), ROUNDS (4) rounds after a
-# warm-up, the order rotated round by round; then 4, 7, 15 and z4 at 256 tokens.
+# z4 (15 with a switch only run 134's binaries had, in no commit, STRATA_LOOKUP_LAZY=4: a lookup proposal of 4+
+# tokens runs no draft chain beside its window, the draft catching up when it next drafts), ROUNDS (4) rounds
+# after a warm-up, the order rotated round by round; then 4, 7, 15 and z4 at 256 tokens.
 $S $B info
 TEST_FILTER="CUDA:*" $S $B test || true
 . tools/bench/plans/lib.sh
