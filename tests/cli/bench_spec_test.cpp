@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,28 +37,33 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+// `strata bench spec` on the qwen3 fixture on the CPU with the bench's prompts and `args`, its JSON written to
+// NAME.json. The fixtures' 512 positions are too few for the repetitive prompts; the context comes from a
+// serve-style YAML file (without it the run would stop at exit 2).
+RunResult run_bench(const std::string& name, const std::vector<std::string>& args) {
+  const std::string yaml = temp_path(name + ".yaml");
+  std::ofstream(yaml) << "ctx-size: 2048\n";
+  std::vector<std::string> all = {"bench", "spec", "--model", kModels + "/qwen3", "--device", "cpu", "--config",
+                                  yaml, "--threads", "2", "--prompts", kPrompts, "--json", temp_path(name + ".json")};
+  all.insert(all.end(), args.begin(), args.end());
+  return run_process(kStrata, all);
+}
+
 }  // namespace
 
 TEST_CASE("bench spec on the CPU reports every row and speculation changes no token") {
-  const std::string out = temp_path("spec.json");
   constexpr int kMaxTokens = 16;
-  // The fixtures' 512 positions are too few for the repetitive prompts; the context comes from a serve-style
-  // YAML file (without it the run would stop at exit 2).
-  const std::string yaml = temp_path("bench.yaml");
-  std::ofstream(yaml) << "ctx-size: 2048\n";
   // The draft model is the target itself: same weights and the same CPU numerics, so every greedy draft is
   // the target's own pick and must be accepted; anything less means the drafter fell out of step. Prompt
   // lookup's copies stay within k here (--spec-lookup-k 3), so no copy after the draft's drafts is verified.
-  const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--draft-model",
-                                            kModels + "/qwen3", "--device", "cpu", "--batch", "1,2", "--spec",
-                                            "off,ngram,draft", "--spec-k", "3", "--spec-lookup-k", "3", "--max-tokens",
-                                            std::to_string(kMaxTokens), "--config", yaml, "--threads", "2",
-                                            "--prompts", kPrompts, "--json", out});
+  const RunResult r = run_bench("spec", {"--draft-model", kModels + "/qwen3", "--batch", "1,2", "--spec",
+                                         "off,ngram,draft", "--spec-k", "3", "--spec-lookup-k", "3", "--max-tokens",
+                                         std::to_string(kMaxTokens)});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Contains("MISMATCH"));
 
-  const nlohmann::json doc = read_json(out);
+  const nlohmann::json doc = read_json(temp_path("spec.json"));
   CHECK(doc["mismatches"] == 0);
   CHECK(doc["device"] == "cpu");
   CHECK(doc["spec_lookup_k"] == 3);
@@ -130,16 +137,11 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
 }
 
 TEST_CASE("bench spec: prompt lookup's copies reach past k up to --spec-lookup-k") {
-  const std::string out = temp_path("spec_lookup.json");
-  const std::string yaml = temp_path("bench_lookup.yaml");
-  std::ofstream(yaml) << "ctx-size: 2048\n";
-  const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--device", "cpu",
-                                            "--batch", "1", "--spec", "off,ngram", "--spec-k", "3",
-                                            "--spec-lookup-k", "6", "--max-tokens", "32", "--sampling", "greedy",
-                                            "--config", yaml, "--threads", "2", "--prompts", kPrompts, "--json", out});
+  const RunResult r = run_bench("spec_lookup", {"--batch", "1", "--spec", "off,ngram", "--spec-k", "3",
+                                                "--spec-lookup-k", "6", "--max-tokens", "32", "--sampling", "greedy"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const nlohmann::json doc = read_json(out);
+  const nlohmann::json doc = read_json(temp_path("spec_lookup.json"));
   CHECK(doc["mismatches"] == 0);
   CHECK(doc["spec_k"] == 3);
   CHECK(doc["spec_lookup_k"] == 6);
@@ -157,17 +159,12 @@ TEST_CASE("bench spec: prompt lookup's copies reach past k up to --spec-lookup-k
 }
 
 TEST_CASE("bench spec's plain mode is timed against off but not compared with it") {
-  const std::string out = temp_path("plain.json");
-  const std::string yaml = temp_path("plain.yaml");
-  std::ofstream(yaml) << "ctx-size: 2048\n";
-  const RunResult r = run_process(kStrata, {"bench", "spec", "--model", kModels + "/qwen3", "--device", "cpu",
-                                            "--batch", "1", "--spec", "plain,ngram", "--sampling", "greedy",
-                                            "--max-tokens", "8", "--config", yaml, "--threads", "2", "--prompts",
-                                            kPrompts, "--json", out});
+  const RunResult r = run_bench("plain", {"--batch", "1", "--spec", "plain,ngram", "--sampling", "greedy",
+                                          "--max-tokens", "8"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("n/a"));
-  const nlohmann::json doc = read_json(out);
+  const nlohmann::json doc = read_json(temp_path("plain.json"));
   CHECK(doc["mismatches"] == 0);
   int plain_rows = 0;
   for (const auto& row : doc["rows"]) {

@@ -95,6 +95,16 @@ spec_ab() {
     fi
   done
 }
+# spec_rounds FN ORDER...: ROUNDS (4) rounds; round r calls FN with each value of the ORDER numbered (r - 1) modulo
+# their count (each ORDER a space-separated list of values), r set for the labels.
+spec_rounds() {
+  local fn=$1 v
+  shift
+  local orders=("$@")
+  for r in $(seq "${ROUNDS:-4}"); do
+    for v in ${orders[$(((r - 1) % ${#orders[@]}))]}; do "$fn" "$v"; done
+  done
+}
 # spec_rotate LABEL_FMT VAR A B C: spec_cfg once unrecorded (warm-up, as spec_ab), then ROUNDS (4) rounds of
 # spec_cfg with VAR set to each of A, B and C, the order changed round by round (the six orders in turn),
 # each labelled LABEL_FMT (printf) of the value.

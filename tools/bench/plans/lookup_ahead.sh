@@ -20,7 +20,4 @@ cfg() {
     pa2) spec_cfg pa2 STRATA_CUDA_STREAM_PRIORITY=1 STRATA_LOOKUP_AHEAD=2 ;;
   esac
 }
-orders=("${O1:-k4 k3 k2 a2 a3}" "${O2:-a3 a2 k2 k3 k4}" "${O3:-k3 a3 k4 k2 a2}" "${O4:-a2 k4 a3 k3 k2}")
-for r in $(seq "${ROUNDS:-4}"); do
-  for v in ${orders[$(((r - 1) % 4))]}; do cfg "$v"; done
-done
+spec_rounds cfg "${O1:-k4 k3 k2 a2 a3}" "${O2:-a3 a2 k2 k3 k4}" "${O3:-k3 a3 k4 k2 a2}" "${O4:-a2 k4 a3 k3 k2}"

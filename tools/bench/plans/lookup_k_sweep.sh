@@ -21,10 +21,7 @@ cfg() {
     *) spec_cfg "lk$1" SPEC_LOOKUP_K="$1" ;;
   esac
 }
-orders=("4 7 15 c1 z4" "z4 c1 15 7 4" "7 z4 4 c1 15" "15 4 z4 7 c1")
-for r in $(seq "${ROUNDS:-4}"); do
-  for v in ${orders[$(((r - 1) % 4))]}; do cfg "$v"; done
-done
+spec_rounds cfg "4 7 15 c1 z4" "z4 c1 15 7 4" "7 z4 4 c1 15" "15 4 z4 7 c1"
 r=t256
 export TOKENS=256
 for v in 4 7 15 z4; do cfg "$v"; done
