@@ -284,9 +284,11 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   const int max_batch = config.engine.speculation.max_batch;
   const bool ahead_on = ahead == DraftModelDrafter::Ahead::On ||
                         (ahead == DraftModelDrafter::Ahead::Auto && backend->overlaps_ahead());
-  spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window{}, {}",
+  const bool copies = lookup && feature_dim == 0 && config.spec.lookup_k > config.spec.k;
+  spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window{}{}, {}",
                feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
                device_name(runtime.device), config.spec.k,
+               copies ? " (" + std::to_string(config.spec.lookup_k) + " copied by prompt lookup)" : std::string(),
                !ahead_on      ? std::string(lookup && feature_dim == 0 ? ", prompt lookup as its rival" : "")
                : critical > 0 ? ", drafting ahead (at most " + std::to_string(critical) + " draft" +
                                     (critical > 1 ? "s" : "") +
