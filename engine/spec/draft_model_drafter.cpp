@@ -281,11 +281,7 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
     if (j.max_k <= 0 || h.size() <= d->shift_) continue;
     const int most = std::max(j.room.most, j.max_k);
     if ((d->last_ahead_ = d->take_ahead(h, j.max_k, &j.drafts))) {
-      // The stream's drafts, then what lookup copies after them (the stream goes on from its own guess).
-      if (d->lookup_ && int(j.drafts.size()) < most) {
-        const std::vector<TokenId> more = d->lookup_->extend(h, j.drafts, j.max_k, j.room);
-        j.drafts.insert(j.drafts.end(), more.begin(), more.end());
-      }
+      d->copy_on(j);  // the stream goes on from its own guess
       hits.push_back(&j);
       continue;
     }
@@ -426,12 +422,14 @@ void DraftModelDrafter::propose_together(std::vector<DraftJob>& jobs) {
   // The draft's own proposals are followed by what lookup copies after them, as a stream's are.
   for (Live& l : live) {
     l.d->dirty_ = false;
-    std::vector<TokenId>& drafts = l.job->drafts;
-    if (l.d->lookup_ && l.found.empty() && !drafts.empty() && int(drafts.size()) < l.job->room.most) {
-      const std::vector<TokenId> more = l.d->lookup_->extend(*l.job->history, drafts, l.job->max_k, l.job->room);
-      drafts.insert(drafts.end(), more.begin(), more.end());
-    }
+    if (l.found.empty()) l.d->copy_on(*l.job);
   }
+}
+
+void DraftModelDrafter::copy_on(DraftJob& j) {
+  if (!lookup_ || j.drafts.empty() || int(j.drafts.size()) >= std::max(j.room.most, j.max_k)) return;
+  const std::vector<TokenId> more = lookup_->extend(*j.history, j.drafts, j.max_k, j.room);
+  j.drafts.insert(j.drafts.end(), more.begin(), more.end());
 }
 
 }  // namespace strata

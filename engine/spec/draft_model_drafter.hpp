@@ -139,6 +139,9 @@ class DraftModelDrafter : public Drafter {
   // steps 0). Throws what the backend throws, leaving the chain's slots to be reset.
   void launch_pending();
   void cancel_extension();
+  // The draft's proposal in j.drafts (a stream's or a chain's) followed by what lookup copies after it, within
+  // the job's room.
+  void copy_on(DraftJob& j);
   // Scores the last round's rival proposals (rival_) against `history`, which follows them, and forgets them.
   void score_rivals(const std::vector<TokenId>& history);
   bool lookup_leads() const { return compared_ && lookup_score_ > draft_score_; }
