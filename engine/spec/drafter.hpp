@@ -96,9 +96,13 @@ class Drafter {
 // doubles the next one's length, and one the target cut short brings it back (after extend, a cut in the
 // other drafter's drafts too: the copy after them was rows for nothing). Text that copies a long span is
 // verified in few windows; a wrong guess costs no more than the rows a window holds at no cost.
+//
+// propose_min_n: the shortest match a proposal of its own needs (default min_n); extend still copies after
+// any min_n match. Beside a draft model that predicts the target well a short match is the weaker guess
+// (--spec-draft-lookup-min; docs/PERFORMANCE.md, run 140).
 class NgramDrafter : public Drafter {
  public:
-  NgramDrafter(int min_n = 1, int max_n = 4);
+  NgramDrafter(int min_n = 1, int max_n = 4, int propose_min_n = 0);
   const char* name() const override { return "ngram"; }
   using Drafter::propose;
   std::vector<TokenId> propose(const std::vector<TokenId>& history, int max_k, const DraftRoom& room) override;
@@ -115,9 +119,9 @@ class NgramDrafter : public Drafter {
   // Brings the index up to `h`: every n-gram that ends before h's last token.
   void index(const std::vector<TokenId>& h);
   struct Joined;
-  // The latest earlier end of the longest suffix of `seq` (min_n_ to max_n_ tokens) in its history (the index)
-  // or past it, among the drafts it is followed by (a scan); -1: none.
-  int match(const Joined& seq) const;
+  // The latest earlier end of the longest suffix of `seq` (min_n to max_n_ tokens, min_n >= min_n_) in its
+  // history (the index) or past it, among the drafts it is followed by (a scan); -1: none.
+  int match(const Joined& seq, int min_n) const;
   // continue_copy over `seq`.
   static std::vector<TokenId> copy(const Joined& seq, int from, int max_k);
   // Scores the last proposal against `h` (which follows it) and sets the reach.
@@ -125,7 +129,7 @@ class NgramDrafter : public Drafter {
   int want(int max_k, const DraftRoom& room) const {
     return std::min(std::max(room.most, max_k), std::max({max_k, room.cheap, reach_}));
   }
-  int min_n_, max_n_;
+  int min_n_, max_n_, propose_min_n_;
   int reach_ = 0;
   // The last proposal (empty: none to score; after extend, the other drafter's drafts and the copy) and the
   // history length it followed.

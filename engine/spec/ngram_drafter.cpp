@@ -40,8 +40,11 @@ struct NgramDrafter::Joined {
   }
 };
 
-NgramDrafter::NgramDrafter(int min_n, int max_n)
-    : min_n_(std::max(1, min_n)), max_n_(std::max(min_n_, max_n)), last_(size_t(max_n_ - min_n_ + 1)) {}
+NgramDrafter::NgramDrafter(int min_n, int max_n, int propose_min_n)
+    : min_n_(std::max(1, min_n)),
+      max_n_(std::max(min_n_, max_n)),
+      propose_min_n_(std::min(max_n_, std::max(min_n_, propose_min_n))),
+      last_(size_t(max_n_ - min_n_ + 1)) {}
 
 void NgramDrafter::index(const std::vector<TokenId>& h) {
   if (h.size() < seen_.size() || !std::equal(seen_.begin(), seen_.end(), h.begin())) {
@@ -56,9 +59,9 @@ void NgramDrafter::index(const std::vector<TokenId>& h) {
   seen_.insert(seen_.end(), h.begin() + static_cast<long>(seen_.size()), h.end());
 }
 
-int NgramDrafter::match(const Joined& seq) const {
+int NgramDrafter::match(const Joined& seq, int min_n) const {
   const size_t len = seq.size(), indexed = seq.h.size();
-  for (int n = std::min(max_n_, static_cast<int>(len) - 1); n >= min_n_; --n) {
+  for (int n = std::min(max_n_, static_cast<int>(len) - 1); n >= min_n; --n) {
     // Ends past the indexed history (extend's drafts; never the suffix's own end), the latest first.
     for (size_t p = len - 1; p >= std::max(indexed, size_t(n)) && p < len; --p)
       if (seq.same(len, p, n)) return static_cast<int>(p);
@@ -97,7 +100,7 @@ std::vector<TokenId> NgramDrafter::propose(const std::vector<TokenId>& history, 
   index(history);
   const std::vector<TokenId> none;
   const Joined seq{history, none};
-  const int from = match(seq);
+  const int from = match(seq, propose_min_n_);
   if (from < 0) return {};
   proposed_ = copy(seq, from, n);
   proposed_at_ = history.size();
@@ -111,7 +114,7 @@ std::vector<TokenId> NgramDrafter::extend(const std::vector<TokenId>& history, c
   if (n <= 0 || history.size() + drafts.size() < 2) return {};
   index(history);
   const Joined seq{history, drafts};
-  const int from = match(seq);
+  const int from = match(seq, min_n_);
   if (from < 0) return {};
   std::vector<TokenId> more = copy(seq, from, n);
   proposed_ = drafts;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "engine/spec/drafter.hpp"
@@ -113,6 +114,22 @@ TEST_CASE("n-gram drafter extends another drafter's drafts with the copy after t
   CHECK(e.reach() == 0);
 }
 
+TEST_CASE("n-gram drafter's own proposals need propose_min_n tokens of match, its copies after drafts any") {
+  NgramDrafter d(1, 4, 3);
+  // Suffix 6 7: matched by two tokens only (no earlier 5 6 7), so no proposal of its own.
+  const std::vector<TokenId> h{6, 7, 8, 9, 1, 2, 5, 6, 7};
+  CHECK(d.propose(h, 3).empty());
+  NgramDrafter any(1, 4);
+  CHECK(any.propose(h, 3) == std::vector<TokenId>{8, 9, 1});
+  // A three-token match is enough: 1 2 3 occurred before, followed by 4 5.
+  CHECK(d.propose({1, 2, 3, 4, 5, 0, 1, 2, 3}, 2) == std::vector<TokenId>{4, 5});
+  // After another drafter's drafts a one-token match still copies: ... 9, drafted 1, then 2 5 6.
+  CHECK(d.extend(h, {1}, 1, DraftRoom{4, 8}) == std::vector<TokenId>{2, 5, 6});
+  // The setting is clamped to the n-grams indexed.
+  NgramDrafter wide(1, 2, 9);
+  CHECK(wide.propose({3, 4, 5, 0, 4, 5}, 1) == std::vector<TokenId>{0});
+}
+
 TEST_CASE("adaptive k backs off to one draft when acceptance is low and recovers when it is high") {
   AdaptiveK k(6);
   CHECK(k.next() == 6);
@@ -144,8 +161,12 @@ std::vector<TokenId> scan_reference(const std::vector<TokenId>& h, int min_n, in
 TEST_CASE("n-gram drafter proposes what a scan of the history finds, as the history grows or is replaced") {
   std::mt19937 rng(12345);
   for (int vocab : {3, 8, 50}) {  // small vocabularies repeat often; larger ones rarely
-    for (auto [min_n, max_n] : {std::pair<int, int>{1, 4}, {2, 3}, {1, 1}, {3, 6}}) {
-      NgramDrafter d(min_n, max_n);
+    // {min_n, max_n, propose_min_n}: a proposal of its own needs a match of propose_min_n (clamped to
+    // min_n..max_n); extend takes any min_n match.
+    for (auto [min_n, max_n, propose_min] :
+         {std::tuple<int, int, int>{1, 4, 0}, {2, 3, 0}, {1, 1, 0}, {3, 6, 0}, {1, 4, 3}, {1, 2, 5}, {2, 4, 1}}) {
+      NgramDrafter d(min_n, max_n, propose_min);
+      const int propose_n = std::min(max_n, std::max(min_n, propose_min));
       std::vector<TokenId> h;
       for (int step = 0; step < 400; ++step) {
         const int what = int(rng() % 10);
@@ -158,8 +179,9 @@ TEST_CASE("n-gram drafter proposes what a scan of the history finds, as the hist
           for (int i = 0; i < add; ++i) h.push_back(TokenId(rng() % vocab));
         }
         const int k = int(rng() % 6);
-        INFO("vocab " << vocab << ", n " << min_n << ".." << max_n << ", step " << step << ", length " << h.size());
-        REQUIRE(d.propose(h, k) == scan_reference(h, min_n, max_n, k));
+        INFO("vocab " << vocab << ", n " << min_n << ".." << max_n << " (proposals " << propose_n << ".."
+                      << max_n << "), step " << step << ", length " << h.size());
+        REQUIRE(d.propose(h, k) == scan_reference(h, propose_n, max_n, k));
         // After another drafter's drafts (not indexed: a match may end inside them), within the room.
         std::vector<TokenId> drafts;
         for (int i = int(rng() % 5); i > 0; --i) drafts.push_back(TokenId(rng() % vocab));
