@@ -49,6 +49,7 @@ struct SpecOptions {
   int max_batch = 0;         // draft only while at most this many requests decode; 0 = always
   int draft_critical = 1;    // drafting ahead: drafts of a round that waits for them, at most; 0 = up to k
   bool draft_lookup = true;  // prompt lookup beside the draft model (first in waiting rounds, or its rival)
+  int draft_lookup_min = 1;  // shortest match (tokens) for lookup's own proposals beside the draft model
   std::string draft_model;   // model directory, required for SpecMode::Draft
 };
 

@@ -264,6 +264,12 @@ std::vector<OptionSpec> make_table() {
                    "rival: it proposes for a request's rounds while it has recently kept more drafts than the "
                    "draft model. --spec-draft-lookup=false: the draft model alone",
                    kScopeModel, [](Config& c) -> bool& { return c.spec.draft_lookup; }));
+  t.push_back(integer("spec-draft-lookup-min", P,
+                      "The shortest match (tokens, up to 4) prompt lookup beside the draft model needs for a "
+                      "proposal of its own (its copies after the draft's drafts take any). While the draft drafts "
+                      "ahead (CUDA), lookup's proposal stands in for the draft's unscored, and a longer match "
+                      "leaves more rounds to a draft that predicts the target well",
+                      kScopeModel, [](Config& c) -> int& { return c.spec.draft_lookup_min; }, 1, 4));
   {
     OptionSpec o = text("draft-model", P, "Draft model directory (required with --spec draft)", kScopeModel,
                         [](Config& c) -> std::string& { return c.spec.draft_model; }, "DIR");

@@ -39,18 +39,18 @@ namespace strata {
 // proposes at most that many drafts, the cheaper round on the path, and its stream still drafts as many as
 // the engine asks for.
 //
-// `lookup` (drafting ahead, token drafts only; optional) is asked first in such a round: a drafter that costs
-// no device work (prompt lookup). When it proposes something, that is the round's proposal, up to k tokens
-// where the draft would have waited for `critical`: the draft model feeds it as known tokens in the chain's
-// first window, and the chain's picks after it are the stream (the guess of the target's next pick and one
-// draft: kLookupAhead steps, not k + 2, since the next round is as likely to be lookup's again and the
-// draft's steps beside the target's window slow it). Such a chain returns nothing now (run_chain_ahead with
-// steps 0), so a round whose jobs all have lookup proposals waits for no draft work: its chain is launched in
-// while_verifying(), after the target's window, or by the drafter's next call where no window verified the
-// proposal. Lookup's proposals may fill the job's
-// room (its reach, NgramDrafter), and the draft's own proposals (a stream's, or a waiting round's) are followed
-// by what lookup copies after them (NgramDrafter::extend), within the room: the window verifies the copy at
-// the cost of a few rows.
+// `lookup` (drafting ahead, token drafts only; optional) is asked first in such a round: a drafter that costs no
+// device work (prompt lookup; the server's needs a match of --spec-draft-lookup-min tokens for a proposal of its
+// own). When it proposes something, that is the round's proposal, up to k tokens where the draft would have waited
+// for `critical`: the draft model feeds it as known tokens in the chain's first window, and the chain's picks
+// after it are the stream (the guess of the target's next pick and one draft: kLookupAhead steps, not k + 2, since
+// the next round is as likely to be lookup's again and the draft's steps beside the target's window slow it). Such
+// a chain returns nothing now (run_chain_ahead with steps 0), so a round whose jobs all have lookup proposals
+// waits for no draft work: its chain is launched in while_verifying(), after the target's window, or by the
+// drafter's next call where no window verified the proposal. Lookup's proposals may fill the job's room (its
+// reach, NgramDrafter), and the draft's own proposals (a stream's, or a waiting round's) are followed by what
+// lookup copies after them (NgramDrafter::extend), within the room: the window verifies the copy at the cost of a
+// few rows.
 //
 // Without drafting ahead (the CPU backend), `lookup` and the draft model are rivals: each round that both
 // propose for is scored afterwards (the drafts each proposal would have kept, as far as the history that

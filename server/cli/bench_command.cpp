@@ -66,6 +66,7 @@ struct SpecBenchArgs {
   int spec_max_batch = 0;
   int spec_draft_critical = 1;
   bool spec_draft_lookup = true;
+  int spec_draft_lookup_min = 1;
   int max_tokens = 128;
   int threads = 0;
   int ctx_size = 0;
@@ -299,6 +300,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   if (flag("spec-max-batch")) config.spec.max_batch = args.spec_max_batch;
   if (flag("spec-draft-critical")) config.spec.draft_critical = args.spec_draft_critical;
   if (flag("spec-draft-lookup")) config.spec.draft_lookup = args.spec_draft_lookup;
+  if (flag("spec-draft-lookup-min")) config.spec.draft_lookup_min = args.spec_draft_lookup_min;
   if (flag("draft-model")) config.spec.draft_model = args.draft_model;
   args.draft_model = config.spec.draft_model;
   args.spec_k = config.spec.k;
@@ -306,6 +308,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
   args.spec_max_batch = config.spec.max_batch;
   args.spec_draft_critical = config.spec.draft_critical;
   args.spec_draft_lookup = config.spec.draft_lookup;
+  args.spec_draft_lookup_min = config.spec.draft_lookup_min;
 
   if (args.modes.empty()) {
     args.modes = {"off", "ngram"};
@@ -499,6 +502,7 @@ int run_bench_spec(const SpecBenchArgs& a, const std::function<bool(const std::s
                           {"spec_max_batch", args.spec_max_batch},
                           {"spec_draft_critical", args.spec_draft_critical},
                           {"spec_draft_lookup", args.spec_draft_lookup},
+                          {"spec_draft_lookup_min", args.spec_draft_lookup_min},
                           {"max_tokens", args.max_tokens},
                           {"batches", batches},
                           {"modes", modes},
@@ -560,6 +564,9 @@ Command add_bench_command(CLI::App& root) {
   spec->add_option("--spec-draft-lookup", args->spec_draft_lookup,
                    "Prompt lookup beside the draft model: first in a round that waits for drafts (drafting ahead), else its rival")
       ->capture_default_str();
+  spec->add_option("--spec-draft-lookup-min", args->spec_draft_lookup_min,
+                   "Shortest match (tokens) for lookup's own proposals beside the draft model")
+      ->check(CLI::Range(1, 4))->capture_default_str();
   spec->add_option("--max-tokens", args->max_tokens, "Tokens generated per request (EOS ignored)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
   spec->add_option("--warmup-tokens", args->warmup_tokens, "Tokens per request of the untimed warm-up rounds")

@@ -271,21 +271,26 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   if (const char* e = std::getenv("STRATA_DRAFT_AHEAD"); e && *e)
     ahead = std::atoi(e) != 0 ? DraftModelDrafter::Ahead::On : DraftModelDrafter::Ahead::Off;
   const int critical = config.spec.draft_critical;
-  // --spec-draft-lookup: prompt lookup (with the n-gram drafter's settings) beside the draft model: drafting
-  // ahead, a round that waits for drafts tries it first and the draft drafts ahead past what it found
-  // (docs/PERFORMANCE.md, run 127); otherwise it is the draft's rival (DraftModelDrafter).
-  const bool lookup = config.spec.draft_lookup;
-  const int ngram_min = config.engine.speculation.ngram_min, ngram_max = config.engine.speculation.ngram_max;
-  config.engine.speculation.drafter_factory = [backend, feature_dim, ahead, critical, lookup, ngram_min,
-                                               ngram_max]() -> std::unique_ptr<Drafter> {
-    return std::make_unique<DraftModelDrafter>(backend, feature_dim, ahead, critical,
-                                               lookup ? std::make_unique<NgramDrafter>(ngram_min, ngram_max) : nullptr);
-  };
-  const int max_batch = config.engine.speculation.max_batch;
   const bool ahead_on = ahead == DraftModelDrafter::Ahead::On ||
                         (ahead == DraftModelDrafter::Ahead::Auto && backend->overlaps_ahead());
+  // --spec-draft-lookup: prompt lookup (with the n-gram drafter's settings) beside the draft model: drafting
+  // ahead, a round that waits for drafts tries it first and the draft drafts ahead past what it found
+  // (docs/PERFORMANCE.md, run 127); otherwise it is the draft's rival (DraftModelDrafter). Its own proposals
+  // need a match of --spec-draft-lookup-min tokens (its copies after the draft's drafts, any match).
+  const bool lookup = config.spec.draft_lookup;
+  const int ngram_min = config.engine.speculation.ngram_min, ngram_max = config.engine.speculation.ngram_max;
+  const int lookup_min = config.spec.draft_lookup_min;
+  config.engine.speculation.drafter_factory = [backend, feature_dim, ahead, critical, lookup, ngram_min, ngram_max,
+                                               lookup_min]() -> std::unique_ptr<Drafter> {
+    return std::make_unique<DraftModelDrafter>(
+        backend, feature_dim, ahead, critical,
+        lookup ? std::make_unique<NgramDrafter>(ngram_min, ngram_max, lookup_min) : nullptr);
+  };
+  const int max_batch = config.engine.speculation.max_batch;
   const bool copies = lookup && feature_dim == 0 && config.spec.lookup_k > config.spec.k;
-  spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window{}{}, {}",
+  const std::string matches =
+      lookup && feature_dim == 0 ? "; lookup proposes on matches of " + std::to_string(lookup_min) + "+ tokens" : "";
+  spdlog::info("speculation: {} {} ({} layers) on {}, up to {} drafts per window{}{}{}, {}",
                feature_dim > 0 ? "feature draft" : "draft model", dir, draft->config.num_layers,
                device_name(runtime.device), config.spec.k,
                copies ? " (" + std::to_string(config.spec.lookup_k) + " copied by prompt lookup)" : std::string(),
@@ -296,7 +301,7 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
                                     " before a waiting window)"
                               : std::string(lookup && feature_dim == 0 ? ", drafting ahead (prompt lookup first)"
                                                                        : ", drafting ahead"),
-               max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
+               matches, max_batch > 0 ? "while at most " + std::to_string(max_batch) + " requests decode"
                              : std::string("at every batch size"));
 }
 

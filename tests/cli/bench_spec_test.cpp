@@ -67,6 +67,7 @@ TEST_CASE("bench spec on the CPU reports every row and speculation changes no to
   CHECK(doc["mismatches"] == 0);
   CHECK(doc["device"] == "cpu");
   CHECK(doc["spec_lookup_k"] == 3);
+  CHECK(doc["spec_draft_lookup_min"] == 1);
   std::vector<std::string> classes;
   const nlohmann::json prompts = read_json(kPrompts);
   for (const auto& c : prompts["classes"]) classes.push_back(c["name"].get<std::string>());

@@ -214,6 +214,24 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Contains("spec-lookup-k"));
   }
+  // The shortest match for lookup's own proposals: 1 (any) unless set, 1 to 4; outside that refused, naming
+  // the flag.
+  CHECK_THAT(d.err, Contains("lookup proposes on matches of 1+ tokens"));
+  for (const char* n : {"2", "4"}) {
+    std::vector<std::string> lm = draft;
+    lm.insert(lm.end(), {"--spec-draft-lookup-min", n});
+    const RunResult r = run_strata(lm);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == off.out);
+    CHECK_THAT(r.err, Contains(std::string("lookup proposes on matches of ") + n + "+ tokens"));
+  }
+  for (const char* n : {"0", "5", "many"}) {
+    std::vector<std::string> lm = draft;
+    lm.insert(lm.end(), {"--spec-draft-lookup-min", n});
+    const RunResult r = run_strata(lm);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Contains("spec-draft-lookup-min"));
+  }
 }
 
 TEST_CASE("strata generate with a feature draft prints the completion of --spec off; its target must match it") {

@@ -600,3 +600,21 @@ TEST_CASE("drafting ahead: a stream goes on past a kept copy that agreed with it
   CHECK(d.ahead_hits() == 2);
   CHECK(toy->windows.size() == windows);
 }
+
+TEST_CASE("drafting ahead: lookup's own proposal stands in for the draft's only on a long enough match") {
+  // --spec-draft-lookup-min 3: lookup beside a draft model needs three tokens of match for a proposal of its
+  // own (its copies after the draft's drafts take any).
+  auto propose = [](int min_match, const std::vector<TokenId>& h) {
+    auto toy = std::make_shared<ToyBackend>();
+    DraftModelDrafter d(toy, 0, DraftModelDrafter::Ahead::On, 0, std::make_unique<NgramDrafter>(1, 4, min_match));
+    return d.propose(h, 3);
+  };
+  // "5 6" occurred before (followed by 90 91 8), "8 5 6" did not: a two-token match.
+  const std::vector<TokenId> two{5, 6, 90, 91, 8, 5, 6};
+  CHECK(propose(1, two) == std::vector<TokenId>{90, 91, 8});
+  CHECK(propose(3, two) == std::vector<TokenId>{7, 8, 9});  // the draft's chain
+  // "4 5 6" occurred before: three tokens, lookup's proposal either way.
+  const std::vector<TokenId> three{4, 5, 6, 90, 91, 8, 4, 5, 6};
+  CHECK(propose(1, three) == std::vector<TokenId>{90, 91, 8});
+  CHECK(propose(3, three) == std::vector<TokenId>{90, 91, 8});
+}

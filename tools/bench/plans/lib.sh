@@ -38,14 +38,14 @@ newdraft_ready() {
 }
 # spec_one LABEL DRAFT [MODES] [LOG]: one `strata bench spec` at batch ${SPEC_BATCH:-1} (${SPEC_SAMPLING:-greedy}, k ${SPEC_K:-4},
 # ${TOKENS:-128} tokens, the spec prompts, --spec-draft-critical $SPEC_CRITICAL, --spec-draft-lookup
-# $SPEC_LOOKUP and --spec-lookup-k $SPEC_LOOKUP_K where set) with the draft model
+# $SPEC_LOOKUP, --spec-lookup-k $SPEC_LOOKUP_K and --spec-draft-lookup-min $SPEC_LOOKUP_MIN where set) with the draft model
 # DRAFT, modes MODES (off,draft); lines tagged [LABEL], to the screen and $OUT/LOG (spec.log), JSON rows to
 # $OUT/spec_LABEL.json. The caller's environment (STRATA_*) passes through.
 spec_one() {
   local label=$1 d=$2 modes=${3:-off,draft} log=${4:-spec.log}
   LD_LIBRARY_PATH=$B/lib timeout 120 "$B/strata" bench spec --model models/strata-tiny --draft-model "$d" \
     ${SPEC_CRITICAL:+--spec-draft-critical "$SPEC_CRITICAL"} ${SPEC_LOOKUP:+--spec-draft-lookup "$SPEC_LOOKUP"} \
-    ${SPEC_LOOKUP_K:+--spec-lookup-k "$SPEC_LOOKUP_K"} \
+    ${SPEC_LOOKUP_K:+--spec-lookup-k "$SPEC_LOOKUP_K"} ${SPEC_LOOKUP_MIN:+--spec-draft-lookup-min "$SPEC_LOOKUP_MIN"} \
     --device cuda --batch "${SPEC_BATCH:-1}" --spec "$modes" --spec-k "${SPEC_K:-4}" --max-tokens "${TOKENS:-128}" --sampling "${SPEC_SAMPLING:-greedy}" \
     --prompts tools/bench/spec_prompts.json --json "$OUT/spec_$label.json" 2>&1 | grep -v " info " |
     sed "s#^#[$label] #" | tee -a "$OUT/$log"
