@@ -5,8 +5,8 @@
 # (--init --grow-layers 1); l1, one layer at 384 from random weights (the shipped shape, same data). Each
 # reports its acceptance on the bench's prompt classes beside the shipped draft's; then `strata bench spec`
 # with the drafts, rotated. The new drafts' archives come back in $BACK.
-#   DRAFT_SECONDS (270) / SD_SECONDS (75): each run's training / self-distillation budget; TRAIN_TAGS ("l2 g2 l1")
-#   which drafts to train; ROUNDS (2) of the bench.
+#   DRAFT_SECONDS (270) / SD_SECONDS (75): each run's training / self-distillation budget; TRAIN_TAGS ("g2";
+#   run 140's "l2 g2 l1" side by side ran out of an H100's 80 GB) which drafts to train; ROUNDS (2) of the bench.
 $S $B info
 . tools/bench/plans/lib.sh
 train() {
@@ -15,7 +15,7 @@ train() {
     --self-distill-copy-frac 0.3 --class-prompts tools/bench/spec_prompts.json --compare-draft models/strata-tiny-draft \
     "${@:2}" > "$OUT/train_$1.log" 2>&1
 }
-tags=${TRAIN_TAGS:-l2 g2 l1}   # lN: N layers from random weights; gN: the shipped draft grown to N layers
+tags=${TRAIN_TAGS:-g2}   # lN: N layers from random weights; gN: the shipped draft grown to N layers
 for t in $tags; do
   case $t in
     l*) train "$t" --draft-layers "${t#l}" & ;;
