@@ -199,18 +199,20 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
   const RunResult bl = run_strata(bad_lookup);
   CHECK(bl.exit_code != 0);
   CHECK_THAT(bl.err, Contains("spec-draft-lookup"));
+  // The draft command with `flag value` added.
+  auto with = [&](const char* flag, const char* value) {
+    std::vector<std::string> args = draft;
+    args.insert(args.end(), {flag, value});
+    return run_strata(args);
+  };
   // Lookup's copies past k: any count from 0 (no more than k) to 64; outside that refused, naming the flag.
   for (const char* n : {"0", "4", "64"}) {
-    std::vector<std::string> lk = draft;
-    lk.insert(lk.end(), {"--spec-lookup-k", n});
-    const RunResult r = run_strata(lk);
+    const RunResult r = with("--spec-lookup-k", n);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out == off.out);
   }
   for (const char* n : {"-1", "65", "many"}) {
-    std::vector<std::string> lk = draft;
-    lk.insert(lk.end(), {"--spec-lookup-k", n});
-    const RunResult r = run_strata(lk);
+    const RunResult r = with("--spec-lookup-k", n);
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Contains("spec-lookup-k"));
   }
@@ -218,17 +220,13 @@ TEST_CASE("strata generate prints the same completion with --spec ngram and --sp
   // the flag.
   CHECK_THAT(d.err, Contains("lookup proposes on matches of 1+ tokens"));
   for (const char* n : {"2", "4"}) {
-    std::vector<std::string> lm = draft;
-    lm.insert(lm.end(), {"--spec-draft-lookup-min", n});
-    const RunResult r = run_strata(lm);
+    const RunResult r = with("--spec-draft-lookup-min", n);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out == off.out);
     CHECK_THAT(r.err, Contains(std::string("lookup proposes on matches of ") + n + "+ tokens"));
   }
   for (const char* n : {"0", "5", "many"}) {
-    std::vector<std::string> lm = draft;
-    lm.insert(lm.end(), {"--spec-draft-lookup-min", n});
-    const RunResult r = run_strata(lm);
+    const RunResult r = with("--spec-draft-lookup-min", n);
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Contains("spec-draft-lookup-min"));
   }
