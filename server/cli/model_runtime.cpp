@@ -271,8 +271,6 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
   if (const char* e = std::getenv("STRATA_DRAFT_AHEAD"); e && *e)
     ahead = std::atoi(e) != 0 ? DraftModelDrafter::Ahead::On : DraftModelDrafter::Ahead::Off;
   const int critical = config.spec.draft_critical;
-  const bool ahead_on = ahead == DraftModelDrafter::Ahead::On ||
-                        (ahead == DraftModelDrafter::Ahead::Auto && backend->overlaps_ahead());
   // --spec-draft-lookup: prompt lookup (with the n-gram drafter's settings) beside the draft model: drafting
   // ahead, a round that waits for drafts tries it first and the draft drafts ahead past what it found
   // (docs/PERFORMANCE.md, run 127); otherwise it is the draft's rival (DraftModelDrafter). Its own proposals
@@ -287,6 +285,8 @@ void attach_draft_model(Config& config, const ModelRuntime& runtime, const Sourc
         lookup ? std::make_unique<NgramDrafter>(ngram_min, ngram_max, lookup_min) : nullptr);
   };
   const int max_batch = config.engine.speculation.max_batch;
+  const bool ahead_on = ahead == DraftModelDrafter::Ahead::On ||
+                        (ahead == DraftModelDrafter::Ahead::Auto && backend->overlaps_ahead());
   const bool copies = lookup && feature_dim == 0 && config.spec.lookup_k > config.spec.k;
   const std::string matches =
       lookup && feature_dim == 0 ? "; lookup proposes on matches of " + std::to_string(lookup_min) + "+ tokens" : "";
